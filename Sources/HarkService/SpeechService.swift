@@ -1,0 +1,77 @@
+import HarkCore
+import Logging
+
+/// Hark's defaults for what a client does not set (the screen reader's come first where asked).
+public struct SpeechDefaults: Sendable, Equatable {
+    public var rate = 1.0
+    public var pitch = 1.0
+    public var volume = 1.0
+    public var language: String?
+    /// Whether `Speak` ducks other audio when the client does not say.
+    public var duckSpeak = false
+
+    public init() {}
+}
+
+/// The Speech interface's decisions: turning a request into an utterance (validation, voice,
+/// units, priority), ids, ownership, and the owners that left the bus.
+actor SpeechService {
+    let scheduler: SpeechScheduler
+    private let catalog: VoiceCatalog
+    private let defaults: SpeechDefaults
+    private let logger: Logger
+    private var nextID: UInt64 = 1
+    /// Unique names that left the bus. Never reused by the bus, so a call still in flight from
+    /// one of them must not leave speech behind.
+    private var vanished: Set<String> = []
+    private var vanishedOrder: [String] = []
+
+    init(scheduler: SpeechScheduler, catalog: VoiceCatalog, defaults: SpeechDefaults, logger: Logger) {
+        self.scheduler = scheduler
+        self.catalog = catalog
+        self.defaults = defaults
+        self.logger = logger
+    }
+
+    func speak(text: String, options rawOptions: [String: OptionValue], kind: UtteranceKind, owner: String) async throws(HarkError) -> UInt64 {
+        let options = try UtteranceOptions.parse(rawOptions, kind: kind)
+        let document = options.ssml ? try SpeechDocument.ssml(text) : try SpeechDocument.plainText(text)
+
+        var voice = VoiceSettings()
+        if let name = options.voice {
+            let found = try await catalog.resolve(name)
+            voice.module = found.module
+            voice.voiceName = found.name
+        }
+        voice.language = options.language ?? (options.voice == nil ? defaults.language : nil)
+        voice.rate = SpeechUnits.speechDispatcherRate(options.rate ?? defaults.rate)
+        voice.pitch = SpeechUnits.speechDispatcherPitch(options.pitch ?? defaults.pitch)
+        voice.volume = SpeechUnits.speechDispatcherVolume(options.volume ?? defaults.volume)
+
+        guard !vanished.contains(owner) else { throw HarkError(.failed, "the caller has left the bus") }
+        let id = nextID
+        nextID += 1
+        let utterance = Utterance(
+            id: id, owner: owner, kind: kind, document: document, voice: voice,
+            priority: options.effectivePriority(kind: kind), interrupts: options.interrupts(kind: kind),
+            preDelay: options.preDelay, postDelay: options.postDelay,
+            duck: options.duck ?? (kind == .announce ? true : defaults.duckSpeak),
+            detached: options.detached)
+        try await scheduler.enqueue(utterance)
+        logger.debug("queued utterance", metadata: ["id": "\(id)", "owner": "\(owner)", "words": "\(document.words.count)"])
+        return id
+    }
+
+    func ownerVanished(_ owner: String) async {
+        guard vanished.insert(owner).inserted else { return }
+        vanishedOrder.append(owner)
+        if vanishedOrder.count > 4096 { vanished.remove(vanishedOrder.removeFirst()) }
+        if await scheduler.hasSpeech(owner: owner) {
+            logger.info("client left the bus: its speech is cancelled", metadata: ["owner": "\(owner)"])
+        }
+        await scheduler.ownerVanished(owner)
+    }
+
+    func voices() async throws(HarkError) -> [Voice] { try await catalog.all() }
+    func refreshVoices() async throws(HarkError) -> [Voice] { try await catalog.refresh() }
+}
