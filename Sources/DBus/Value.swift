@@ -205,7 +205,7 @@ private func firstCompleteType(_ s: Substring) -> Substring? {
         let rest = s.dropFirst()
         if rest.first == "{" {
             let inner = rest.dropFirst()
-            guard let key = firstCompleteType(inner), key.count == 1 else { return nil }
+            guard let key = firstCompleteType(inner), key.count == 1, key != "v" else { return nil }
             guard let value = firstCompleteType(inner.dropFirst(key.count)) else { return nil }
             let afterValue = inner.dropFirst(key.count + value.count)
             guard afterValue.first == "}" else { return nil }

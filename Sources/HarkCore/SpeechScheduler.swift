@@ -59,6 +59,7 @@ public actor SpeechScheduler {
     private var queues: [String: [UInt64]] = [:]
     private var urgent: [UInt64] = []
     private var rotation: [String] = []
+    private var lastServed: String?
     private var pausedOwners: Set<String> = []
     private var current: Current?
     private var generation: UInt64 = 0
@@ -90,7 +91,7 @@ public actor SpeechScheduler {
             }
         } else {
             queues[utterance.owner, default: []].append(utterance.id)
-            if !rotation.contains(utterance.owner) { rotation.append(utterance.owner) }
+            join(utterance.owner)
         }
         pump()
     }
@@ -165,9 +166,7 @@ public actor SpeechScheduler {
         }
         queues[owner] = nil
         rotation.removeAll { $0 == owner }
-        if queues[Utterance.detachedOwner] != nil, !rotation.contains(Utterance.detachedOwner) {
-            rotation.append(Utterance.detachedOwner)
-        }
+        if queues[Utterance.detachedOwner] != nil { join(Utterance.detachedOwner) }
         pump()
     }
 
@@ -332,12 +331,23 @@ public actor SpeechScheduler {
         }
     }
 
+    /// Adds an owner to the round: behind those waiting, ahead of the one served last.
+    private func join(_ owner: String) {
+        guard !rotation.contains(owner) else { return }
+        if let last = rotation.last, last == lastServed {
+            rotation.insert(owner, at: rotation.count - 1)
+        } else {
+            rotation.append(owner)
+        }
+    }
+
     private func nextUtterance() -> UInt64? {
         if let id = urgent.first { return id }
         for (index, owner) in rotation.enumerated() where !pausedOwners.contains(owner) {
             guard let id = queues[owner]?.first else { continue }
             rotation.remove(at: index)
             rotation.append(owner)
+            lastServed = owner
             return id
         }
         return nil
