@@ -1,3 +1,4 @@
+import Foundation
 import HarkCore
 import Logging
 
@@ -20,7 +21,9 @@ actor SpeechService {
     private let catalog: VoiceCatalog
     private let defaults: SpeechDefaults
     private let logger: Logger
-    private var nextID: UInt64 = 1
+    /// Ids start from the clock (microseconds), so that a restarted harkd never hands out an
+    /// id a client may still hold from the previous one.
+    private var nextID = UInt64(max(1, Date().timeIntervalSince1970 * 1_000_000))
     /// Unique names that left the bus. Never reused by the bus, so a call still in flight from
     /// one of them must not leave speech behind.
     private var vanished: Set<String> = []
