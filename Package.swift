@@ -67,6 +67,13 @@ let package = Package(
             ]
         ),
 
+        // `make bench`: Hark measured against its baselines in the same run.
+        .executableTarget(
+            name: "hark-bench",
+            dependencies: ["DBus", "SpeechDispatcher"],
+            path: "Sources/hark-bench"
+        ),
+
         .testTarget(name: "HarkCoreTests", dependencies: ["HarkCore"]),
         .testTarget(name: "DBusTests", dependencies: ["DBus"]),
         .testTarget(name: "IntegrationTests", dependencies: ["DBus", "HarkService"]),

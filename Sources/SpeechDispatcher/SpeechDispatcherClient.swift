@@ -206,3 +206,26 @@ final class EventRouter: Sendable {
         continuation?.yield(event)
     }
 }
+
+/// A bare libspeechd connection with no Hark logic in between: the baseline that benchmarks
+/// hold Hark against. Single-threaded use only.
+public final class BaselineSpeechConnection {
+    private let connection: UnsafeMutablePointer<SPDConnection>
+
+    public init() throws {
+        signal(SIGPIPE, SIG_IGN)
+        var error: UnsafeMutablePointer<CChar>?
+        guard let connection = spd_open2("hark-bench", "baseline", nil, SPD_MODE_SINGLE, nil, 1, &error) else {
+            defer { free(error) }
+            throw SpeechError("cannot connect to Speech Dispatcher: \(error.map { String(cString: $0) } ?? "?")")
+        }
+        self.connection = connection
+    }
+
+    deinit { spd_close(connection) }
+
+    /// `spd_say` at priority text; returns the message id (negative on failure).
+    public func say(_ text: String) -> Int32 { spd_say(connection, SPD_TEXT, text) }
+
+    public func cancel() { _ = spd_cancel(connection) }
+}

@@ -10,17 +10,28 @@ final class Locked<Value: Sendable>: Sendable {
     func withLock<R: Sendable>(_ body: (inout Value) -> R) -> R { mutex.withLock { body(&$0) } }
 }
 
-/// A real dbus-daemon of the test's own, on a private socket, ended with the test.
+/// A real dbus-daemon of the tests' own, on a private socket: one for the whole test process,
+/// killed when it exits. Its output goes nowhere, so a daemon left behind can never hold the
+/// test runner's pipes open.
 final class PrivateBus: Sendable {
-    let process: Process
     let address: String
 
-    init() throws {
+    static let shared: PrivateBus = {
+        do {
+            return try PrivateBus()
+        } catch {
+            fatalError("cannot start dbus-daemon: \(error)")
+        }
+    }()
+
+    private init() throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
         process.arguments = ["--session", "--nofork", "--print-address=1", "--address=unix:tmpdir=/tmp"]
         let output = Pipe()
         process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
         try process.run()
         var line = Data()
         while !line.contains(UInt8(ascii: "\n")) {
@@ -28,14 +39,13 @@ final class PrivateBus: Sendable {
             guard !chunk.isEmpty else { break }
             line += chunk
         }
-        self.process = process
         address = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        PrivateBus.pid.withLock { $0 = process.processIdentifier }
+        // SIGKILL: a child of Foundation's Process starts with SIGTERM blocked.
+        atexit { PrivateBus.pid.withLock { if $0 > 0 { kill($0, SIGKILL) } } }
     }
 
-    deinit {
-        // Not waitUntilExit(): it spins a run loop that can hang off the main thread.
-        kill(process.processIdentifier, SIGTERM)
-    }
+    private static let pid = Mutex<Int32>(0)
 }
 
 let thingXML = """
@@ -61,9 +71,11 @@ final class ThingService: Sendable {
     let server: ObjectServer
     let level = Locked(0.5)
     let items = Locked<[String]>([])
+    /// Each test's service has a name of its own on the shared bus.
+    let name = "org.example.Thing.T\(UInt32.random(in: 0...UInt32.max))"
 
     init() async throws {
-        bus = try PrivateBus()
+        bus = PrivateBus.shared
         connection = try Connection(address: bus.address)
         server = ObjectServer(connection: connection)
         var thing = ExportedInterface(try InterfaceDescription.parse(thingXML)[0])
@@ -100,15 +112,15 @@ final class ThingService: Sendable {
         }
         #expect(thing.mismatches.isEmpty)
         server.export(path: "/org/example/Thing", interfaces: [thing])
-        #expect(try await connection.requestName("org.example.Thing") == .primaryOwner)
+        #expect(try await connection.requestName(name) == .primaryOwner)
     }
 
     func client() throws -> Connection { try Connection(address: bus.address) }
 }
 
 extension Connection {
-    func callThing(_ member: String, _ body: [DBusValue] = [], interface: String? = "org.example.Thing", path: String = "/org/example/Thing") async throws -> [DBusValue] {
-        let message = try Message.methodCall(destination: "org.example.Thing", path: path, interface: interface, member: member, body: body)
+    func callThing(_ destination: String, _ member: String, _ body: [DBusValue] = [], interface: String? = "org.example.Thing", path: String = "/org/example/Thing") async throws -> [DBusValue] {
+        let message = try Message.methodCall(destination: destination, path: path, interface: interface, member: member, body: body)
         return try await call(message, timeout: .seconds(10)).body
     }
 }
@@ -128,17 +140,17 @@ func dbusError(_ body: () async throws -> Void) async -> DBusError? {
     @Test func callsAreDispatchedAndReplied() async throws {
         let thing = try await ThingService()
         let client = try thing.client()
-        #expect(try await client.callThing("Add", [.int32(2), .int32(40)]) == [.int32(42)])
+        #expect(try await client.callThing(thing.name, "Add", [.int32(2), .int32(40)]) == [.int32(42)])
         let nested = DBusValue.vardict(["fd-less": .array(elementSignature: "(sdtt)", [.structure([.string("x"), .double(1), .uint64(2), .uint64(3)])])])
-        #expect(try await client.callThing("Echo", [.variant(nested)]) == [.variant(nested)])
+        #expect(try await client.callThing(thing.name, "Echo", [.variant(nested)]) == [.variant(nested)])
         // A call without an interface field finds the method too.
-        #expect(try await client.callThing("Add", [.int32(1), .int32(1)], interface: nil) == [.int32(2)])
+        #expect(try await client.callThing(thing.name, "Add", [.int32(1), .int32(1)], interface: nil) == [.int32(2)])
     }
 
     @Test func errorsComeBackAsErrorReplies() async throws {
         let thing = try await ThingService()
         let client = try thing.client()
-        let error = await dbusError { _ = try await client.callThing("Fail") }
+        let error = await dbusError { _ = try await client.callThing(thing.name, "Fail") }
         #expect(error == DBusError(name: "org.example.Error.Nope", message: "no, because 42"))
     }
 
@@ -148,7 +160,7 @@ func dbusError(_ body: () async throws -> Void) async -> DBusError? {
         for (member, path, interface) in [("Nope", "/org/example/Thing", "org.example.Thing"),
                                           ("Add", "/org/example/Other", "org.example.Thing"),
                                           ("Add", "/org/example/Thing", "org.example.Else")] {
-            let error = await dbusError { _ = try await client.callThing(member, [.int32(1), .int32(1)], interface: interface, path: path) }
+            let error = await dbusError { _ = try await client.callThing(thing.name, member, [.int32(1), .int32(1)], interface: interface, path: path) }
             #expect(error?.name == "org.freedesktop.DBus.Error.UnknownMethod", "\(member) at \(path) on \(interface)")
             #expect(error?.message.contains(member) == true)
         }
@@ -157,7 +169,7 @@ func dbusError(_ body: () async throws -> Void) async -> DBusError? {
     @Test func wrongSignatureGetsInvalidArgs() async throws {
         let thing = try await ThingService()
         let client = try thing.client()
-        let error = await dbusError { _ = try await client.callThing("Add", [.string("2"), .int32(3)]) }
+        let error = await dbusError { _ = try await client.callThing(thing.name, "Add", [.string("2"), .int32(3)]) }
         #expect(error?.name == "org.freedesktop.DBus.Error.InvalidArgs")
         #expect(error?.message.contains("(ii)") == true)
     }
@@ -168,9 +180,9 @@ func dbusError(_ body: () async throws -> Void) async -> DBusError? {
         try await withThrowingTaskGroup(of: Bool.self) { group in
             for i in 0..<300 {
                 group.addTask {
-                    if i % 3 == 0 { return await dbusError { _ = try await client.callThing("Fail") } != nil }
-                    if i % 3 == 1 { return await dbusError { _ = try await client.callThing("Nope") } != nil }
-                    return try await client.callThing("Add", [.int32(Int32(i)), .int32(1)]) == [.int32(Int32(i + 1))]
+                    if i % 3 == 0 { return await dbusError { _ = try await client.callThing(thing.name, "Fail") } != nil }
+                    if i % 3 == 1 { return await dbusError { _ = try await client.callThing(thing.name, "Nope") } != nil }
+                    return try await client.callThing(thing.name, "Add", [.int32(Int32(i)), .int32(1)]) == [.int32(Int32(i + 1))]
                 }
             }
             var answered = 0
@@ -187,7 +199,7 @@ func dbusError(_ body: () async throws -> Void) async -> DBusError? {
         let client = try thing.client()
         // Sent back to back without waiting for replies.
         let messages = try (0..<50).map { i in
-            try Message.methodCall(destination: "org.example.Thing", path: "/org/example/Thing", interface: "org.example.Thing", member: "Append", body: [.string("\(i)")])
+            try Message.methodCall(destination: thing.name, path: "/org/example/Thing", interface: "org.example.Thing", member: "Append", body: [.string("\(i)")])
         }
         let last = try await withThrowingTaskGroup(of: [DBusValue].self) { group in
             for message in messages { group.addTask { try await client.call(message).body } }
@@ -204,9 +216,9 @@ func dbusError(_ body: () async throws -> Void) async -> DBusError? {
     @Test func slowMethodsDoNotHoldUpTheCallersOtherCalls() async throws {
         let thing = try await ThingService()
         let client = try thing.client()
-        let slow = Task { try await client.callThing("Slow", [.double(3)]) }
+        let slow = Task { try await client.callThing(thing.name, "Slow", [.double(3)]) }
         // Answered while Slow still sleeps.
-        #expect(try await client.callThing("Add", [.int32(1), .int32(2)]) == [.int32(3)])
+        #expect(try await client.callThing(thing.name, "Add", [.int32(1), .int32(2)]) == [.int32(3)])
         #expect(!slow.isCancelled)
         slow.cancel()
     }
@@ -218,24 +230,24 @@ func dbusError(_ body: () async throws -> Void) async -> DBusError? {
         try await client.addMatch("type='signal',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged'") { message in
             changed.withLock { $0 = message.body }
         }
-        #expect(try await client.callThing("Get", [.string("org.example.Thing"), .string("Level")], interface: "org.freedesktop.DBus.Properties") == [.variant(.double(0.5))])
-        let all = try await client.callThing("GetAll", [.string("org.example.Thing")], interface: "org.freedesktop.DBus.Properties")
+        #expect(try await client.callThing(thing.name, "Get", [.string("org.example.Thing"), .string("Level")], interface: "org.freedesktop.DBus.Properties") == [.variant(.double(0.5))])
+        let all = try await client.callThing(thing.name, "GetAll", [.string("org.example.Thing")], interface: "org.freedesktop.DBus.Properties")
         #expect(all.first?.vardictValue == ["Level": .double(0.5), "Name": .string("thing")])
-        _ = try await client.callThing("Set", [.string("org.example.Thing"), .string("Level"), .variant(.double(0.25))], interface: "org.freedesktop.DBus.Properties")
+        _ = try await client.callThing(thing.name, "Set", [.string("org.example.Thing"), .string("Level"), .variant(.double(0.25))], interface: "org.freedesktop.DBus.Properties")
         #expect(thing.level.withLock { $0 } == 0.25)
         for _ in 0..<200 where changed.withLock({ $0.isEmpty }) { try await Task.sleep(for: .milliseconds(5)) }
         #expect(changed.withLock { $0 } == [.string("org.example.Thing"), .vardict(["Level": .double(0.25)]), .stringArray([])])
 
         let readOnly = await dbusError {
-            _ = try await client.callThing("Set", [.string("org.example.Thing"), .string("Name"), .variant(.string("x"))], interface: "org.freedesktop.DBus.Properties")
+            _ = try await client.callThing(thing.name, "Set", [.string("org.example.Thing"), .string("Name"), .variant(.string("x"))], interface: "org.freedesktop.DBus.Properties")
         }
         #expect(readOnly?.name == "org.freedesktop.DBus.Error.PropertyReadOnly")
         let wrongType = await dbusError {
-            _ = try await client.callThing("Set", [.string("org.example.Thing"), .string("Level"), .variant(.string("high"))], interface: "org.freedesktop.DBus.Properties")
+            _ = try await client.callThing(thing.name, "Set", [.string("org.example.Thing"), .string("Level"), .variant(.string("high"))], interface: "org.freedesktop.DBus.Properties")
         }
         #expect(wrongType?.name == "org.freedesktop.DBus.Error.InvalidArgs")
         let unknown = await dbusError {
-            _ = try await client.callThing("Get", [.string("org.example.Thing"), .string("Colour")], interface: "org.freedesktop.DBus.Properties")
+            _ = try await client.callThing(thing.name, "Get", [.string("org.example.Thing"), .string("Colour")], interface: "org.freedesktop.DBus.Properties")
         }
         #expect(unknown?.name == "org.freedesktop.DBus.Error.UnknownProperty")
     }
@@ -243,12 +255,12 @@ func dbusError(_ body: () async throws -> Void) async -> DBusError? {
     @Test func introspectionAndPeer() async throws {
         let thing = try await ThingService()
         let client = try thing.client()
-        let xml = try await client.callThing("Introspect", interface: "org.freedesktop.DBus.Introspectable").first?.stringValue ?? ""
+        let xml = try await client.callThing(thing.name, "Introspect", interface: "org.freedesktop.DBus.Introspectable").first?.stringValue ?? ""
         #expect(xml.contains(#"<interface name="org.example.Thing">"#))
         #expect(xml.contains("org.freedesktop.DBus.Properties"))
-        let parent = try await client.callThing("Introspect", interface: "org.freedesktop.DBus.Introspectable", path: "/org/example").first?.stringValue ?? ""
+        let parent = try await client.callThing(thing.name, "Introspect", interface: "org.freedesktop.DBus.Introspectable", path: "/org/example").first?.stringValue ?? ""
         #expect(parent.contains(#"<node name="Thing"/>"#))
-        #expect(try await client.callThing("Ping", interface: "org.freedesktop.DBus.Peer") == [])
+        #expect(try await client.callThing(thing.name, "Ping", interface: "org.freedesktop.DBus.Peer") == [])
     }
 
     @Test func unicastSignalsReachOnlyTheirDestination() async throws {
@@ -261,8 +273,8 @@ func dbusError(_ body: () async throws -> Void) async -> DBusError? {
         try await bystander.addMatch("type='signal',interface='org.example.Thing'") { message in
             if message.member == "Pinged" { received.withLock { $0.append("bystander") } }
         }
-        _ = try await bystander.callThing("Ping2", [.string(target.uniqueName)])
-        _ = try await target.callThing("Add", [.int32(0), .int32(0)])  // a round trip after the signal
+        _ = try await bystander.callThing(thing.name, "Ping2", [.string(target.uniqueName)])
+        _ = try await target.callThing(thing.name, "Add", [.int32(0), .int32(0)])  // a round trip after the signal
         for _ in 0..<200 where received.withLock({ $0.isEmpty }) { try await Task.sleep(for: .milliseconds(5)) }
         try await Task.sleep(for: .milliseconds(50))
         #expect(received.withLock { $0 } == ["target"])
