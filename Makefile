@@ -47,7 +47,7 @@ test: deps
 bench: deps
 	$(SWIFT) build -c release
 	@if [ -x .build/release/hark-bench ]; then \
-		scripts/sandbox .build/release/hark-bench; \
+		HARKD=.build/release/harkd scripts/sandbox .build/release/hark-bench --json .build/bench-results.json; \
 	else \
 		echo "make bench: there is no benchmark yet (.build/release/hark-bench was not built)" >&2; \
 		exit 1; \

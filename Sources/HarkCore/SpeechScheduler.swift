@@ -6,6 +6,8 @@ public protocol SpeechBackend: Sendable {
     /// Stops the message (speaking or waiting in the server). Takes effect in call order
     /// relative to `speak` requests made after it.
     func cancel(message: Int)
+    /// Whether the server still answers. Asked only when a message has had no event for a while.
+    func isAlive() async -> Bool
 }
 
 /// An event of the speech server about one message.
@@ -67,10 +69,17 @@ public actor SpeechScheduler {
     private var speaking = false
     private var accepting = true
 
-    public init(backend: any SpeechBackend, maximumQueuedPerOwner: Int = 1000,
+    /// After this long without an event for the message with the server, the server is asked
+    /// whether it is still there; if not, the utterance fails instead of waiting forever.
+    public let stallCheckInterval: Duration
+    private var lastEvent = ContinuousClock.now
+    private var watchdog: Task<Void, Never>?
+
+    public init(backend: any SpeechBackend, maximumQueuedPerOwner: Int = 1000, stallCheckInterval: Duration = .seconds(5),
                 notify: @escaping @Sendable (SpeechNotice) -> Void) {
         self.backend = backend
         self.maximumQueuedPerOwner = maximumQueuedPerOwner
+        self.stallCheckInterval = stallCheckInterval
         self.notify = notify
     }
 
@@ -195,6 +204,7 @@ public actor SpeechScheduler {
     // MARK: Server events
 
     public func handle(_ event: BackendEvent) {
+        lastEvent = .now
         guard let current else { return }
         guard let message = current.message else {
             // The reply to `speak` has not come back yet: keep the event for when it does.
@@ -260,6 +270,41 @@ public actor SpeechScheduler {
         guard let current, current.generation == generation else { return }
         end(current.id, .completed)
         pump()
+    }
+
+    // MARK: A server that went away
+
+    /// While a message is with the server, checks now and then that events still come; a
+    /// silent server is asked whether it is alive. Runs only while there is speech.
+    private func watchServer() {
+        guard watchdog == nil else { return }
+        let interval = stallCheckInterval
+        watchdog = Task { [weak self] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: interval)
+                guard let self, await self.checkServer() else { return }
+            }
+        }
+    }
+
+    /// Returns whether to keep watching.
+    private func checkServer() async -> Bool {
+        guard let current, current.message != nil, current.phase != .postDelay else {
+            watchdog = nil
+            return false
+        }
+        guard ContinuousClock.now - lastEvent >= stallCheckInterval else { return true }
+        let generation = current.generation
+        if await backend.isAlive() {
+            lastEvent = .now
+            return true
+        }
+        if let now = self.current, now.generation == generation {
+            end(now.id, .failed)
+            pump()
+        }
+        watchdog = nil
+        return false
     }
 
     // MARK: Moving on
@@ -375,6 +420,8 @@ public actor SpeechScheduler {
         }
         self.current?.message = message
         self.current?.phase = .sent
+        lastEvent = .now
+        watchServer()
         let early = buffered.removeValue(forKey: message) ?? []
         buffered.removeAll()
         for event in early {

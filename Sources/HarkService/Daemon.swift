@@ -37,7 +37,10 @@ public final class Daemon: Sendable {
         speech = SpeechService(scheduler: scheduler, catalog: catalog, defaults: defaults, logger: logger)
         let interface = SpeechInterface(service: speech, server: server)
         publisher.set(interface)
-        server.export(path: Hark.objectPath, interfaces: [interface.exported()])
+        let speechInterface = interface.exported()
+        // The XML in dbus/ is the contract; serving something else is a programming error.
+        precondition(speechInterface.mismatches.isEmpty, "dbus/ and the code disagree: \(speechInterface.mismatches)")
+        server.export(path: Hark.objectPath, interfaces: [speechInterface])
     }
 
     /// Starts serving: events, owner tracking, then the bus name (last, so that a caller that

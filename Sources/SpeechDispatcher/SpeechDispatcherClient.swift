@@ -17,6 +17,7 @@ public final class SpeechDispatcherClient: SpeechBackend, @unchecked Sendable { 
 
     private let queue = DispatchQueue(label: "hark.speechd")
     private let connection: UnsafeMutablePointer<SPDConnection>
+    private let clientID: Int
     /// Server events, in the order libspeechd reported them.
     public let events: AsyncStream<BackendEvent>
     /// What the server uses when a client sets nothing.
@@ -39,7 +40,8 @@ public final class SpeechDispatcherClient: SpeechBackend, @unchecked Sendable { 
         self.connection = connection
         let (stream, continuation) = AsyncStream<BackendEvent>.makeStream(bufferingPolicy: .unbounded)
         events = stream
-        EventRouter.shared.register(clientID: Int(spd_get_client_id(connection)), continuation)
+        clientID = Int(spd_get_client_id(connection))
+        EventRouter.shared.register(clientID: clientID, continuation)
 
         connection.pointee.callback_begin = { message, client, _ in EventRouter.shared.route(client, .begin(message: Int(message))) }
         connection.pointee.callback_end = { message, client, _ in EventRouter.shared.route(client, .end(message: Int(message))) }
@@ -64,7 +66,8 @@ public final class SpeechDispatcherClient: SpeechBackend, @unchecked Sendable { 
     }
 
     deinit {
-        EventRouter.shared.unregister(clientID: Int(spd_get_client_id(connection)))
+        // No getter here: libspeechd's getters crash once the server has gone.
+        EventRouter.shared.unregister(clientID: clientID)
         spd_close(connection)
     }
 
@@ -84,6 +87,24 @@ public final class SpeechDispatcherClient: SpeechBackend, @unchecked Sendable { 
 
     public func cancel(message: Int) {
         queue.async { _ = spd_cancel(self.connection) }
+    }
+
+    /// Asks the server something harmless; false when it does not answer within `timeout`
+    /// (then this connection's queue may stay blocked: the caller must drop the client).
+    public func isAlive() async -> Bool { await isAlive(timeout: .seconds(2)) }
+
+    public func isAlive(timeout: Duration) async -> Bool {
+        let answer = AsyncStream<Bool>.makeStream()
+        queue.async {
+            answer.continuation.yield(spd_execute_command(self.connection, "SET SELF NOTIFICATION end on") == 0)
+        }
+        let timer = Task {
+            try? await Task.sleep(for: timeout)
+            answer.continuation.yield(false)
+        }
+        defer { timer.cancel() }
+        for await alive in answer.stream { return alive }
+        return false
     }
 
     private func sayNow(_ request: SynthesisRequest) throws -> Int {

@@ -42,11 +42,30 @@ public final class SpeechDispatcherLink: SpeechBackend, Sendable {
     public var defaultModule: String? { state.withLock { $0?.defaultModule } }
 
     public func speak(_ request: SynthesisRequest) async throws -> Int {
-        try await client().speak(request)
+        let client = try client()
+        do {
+            return try await client.speak(request)
+        } catch {
+            // The server may have gone: the next request connects afresh.
+            state.withLock { current in
+                if current === client { current = nil }
+            }
+            throw error
+        }
     }
 
     public func cancel(message: Int) {
         state.withLock { $0 }?.cancel(message: message)
+    }
+
+    public func isAlive() async -> Bool {
+        guard let client = state.withLock({ $0 }) else { return false }
+        if await client.isAlive() { return true }
+        // Gone: the next request connects afresh.
+        state.withLock { current in
+            if current === client { current = nil }
+        }
+        return false
     }
 
     public func listVoices() async throws -> [Voice] {

@@ -30,8 +30,9 @@ struct HarkCommand: AsyncParsableCommand {
 enum WaitExit {
     static let explanation = """
         With --wait, hark exits when the speech ends: 0 when it was spoken to the end, 3 when it \
-        was cancelled or interrupted (by the screen reader, an assertive announcement, or Ctrl-C), \
-        4 when it failed. Other errors exit 1.
+        was cancelled or interrupted (by the screen reader or an assertive announcement), 4 when \
+        it failed (Speech Dispatcher could not speak it). Other errors exit 1. Ctrl-C while \
+        waiting stops the speech too.
         """
     static func code(forReason reason: UInt32) -> Int32 {
         switch reason {

@@ -10,6 +10,7 @@ final class FakeBackend: SpeechBackend {
         var cancelled: [Int] = []
         var nextMessage = 100
         var failNext = false
+        var alive = true
     }
     let state = Mutex(State())
 
@@ -26,6 +27,7 @@ final class FakeBackend: SpeechBackend {
     }
 
     func cancel(message: Int) { state.withLock { $0.cancelled.append(message) } }
+    func isAlive() async -> Bool { state.withLock { $0.alive } }
 
     var requests: [(message: Int, request: SynthesisRequest)] { state.withLock { $0.requests } }
     var cancelled: [Int] { state.withLock { $0.cancelled } }
@@ -59,9 +61,9 @@ struct Harness {
     let log = NoticeLog()
     let scheduler: SpeechScheduler
 
-    init(limit: Int = 1000) {
+    init(limit: Int = 1000, stallCheck: Duration = .seconds(5)) {
         let log = log
-        scheduler = SpeechScheduler(backend: backend, maximumQueuedPerOwner: limit) { log.append($0) }
+        scheduler = SpeechScheduler(backend: backend, maximumQueuedPerOwner: limit, stallCheckInterval: stallCheck) { log.append($0) }
     }
 
     func utterance(_ id: UInt64, owner: String = ":1.1", text: String = "one two three", interrupts: Bool = false,
@@ -290,6 +292,28 @@ struct Harness {
         #expect(h.backend.requests.count == 1)
         await eventually("ended after the delay") { h.log.ended[1] == .completed }
         _ = await h.sent(2)
+    }
+
+    @Test func aServerThatWentAwayFailsTheUtteranceInsteadOfHanging() async throws {
+        let h = Harness(stallCheck: .milliseconds(50))
+        try await h.scheduler.enqueue(h.utterance(1))
+        try await h.scheduler.enqueue(h.utterance(2))
+        let message = await h.sent(1)
+        await h.scheduler.handle(.begin(message: message))
+        h.backend.state.withLock { $0.alive = false }
+        await eventually("1 failed") { h.log.ended[1] == .failed }
+        // The next one is tried (a real link reconnects).
+        _ = await h.sent(2)
+    }
+
+    @Test func aSlowButLiveServerIsLeftAlone() async throws {
+        let h = Harness(stallCheck: .milliseconds(20))
+        try await h.scheduler.enqueue(h.utterance(1))
+        let message = await h.sent(1)
+        try await Task.sleep(for: .milliseconds(150))
+        #expect(h.log.ended.isEmpty)
+        await h.play(message, words: 3)
+        #expect(h.log.ended == [1: .completed])
     }
 
     @Test func queueLimitPerOwner() async throws {

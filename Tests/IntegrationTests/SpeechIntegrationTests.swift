@@ -226,5 +226,38 @@ extension Integration {
         let dict = properties.first?.vardictValue ?? [:]
         #expect(Set(dict.keys) == ["Speaking", "ScreenReader", "ScreenReaderSettings", "Version"])
     }
+    /// The XML in dbus/ is the contract: every member it declares is served with exactly that
+    /// signature, and the served introspection is that XML.
+    @Test func theServiceAgreesWithTheInterfaceXML() async throws {
+        let client = try TestClient()
+        let file = Sandbox.repository.appending(path: "dbus/org.hark.Hark1.Speech.xml")
+        let declared = try #require(try InterfaceDescription.parse(String(contentsOf: file, encoding: .utf8)).first)
+        func sample(_ signature: String) -> DBusValue {
+            switch signature {
+            case "s": .string("")
+            case "t": .uint64(0)
+            case "u": .uint32(7)
+            case "a{sv}": .vardict([:])
+            default: .string("")
+            }
+        }
+        for method in declared.methods.values {
+            let arguments = (splitSignature(method.inSignature) ?? []).map(sample)
+            let error = await client.error(method.name, arguments)
+            #expect(error?.name != "org.freedesktop.DBus.Error.UnknownMethod", "\(method.name) is declared but not served")
+            #expect(error?.name != "org.freedesktop.DBus.Error.InvalidArgs", "\(method.name) is served with another signature: \(error?.message ?? "")")
+        }
+        let all = try await client.call("GetAll", [.string(declared.name)], interface: "org.freedesktop.DBus.Properties")
+        let properties = all.first?.vardictValue ?? [:]
+        #expect(Set(properties.keys) == Set(declared.properties.keys))
+        for (name, property) in declared.properties {
+            #expect(properties[name]?.signature == property.type, "property \(name)")
+        }
+        let served = try await client.call("Introspect", interface: "org.freedesktop.DBus.Introspectable").first?.stringValue ?? ""
+        let servedSpeech = try #require(try InterfaceDescription.parse(served).first { $0.name == declared.name })
+        #expect(servedSpeech.methods == declared.methods)
+        #expect(servedSpeech.signals == declared.signals)
+        #expect(servedSpeech.properties == declared.properties)
+    }
 }
 }
