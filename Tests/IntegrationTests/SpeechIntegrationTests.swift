@@ -175,6 +175,21 @@ extension Integration {
         #expect(Sandbox.protocolLog.contains("SET SELF PRIORITY IMPORTANT"))
     }
 
+    @Test func preAndPostDelaysAreQuietTimeAroundTheAudio() async throws {
+        let client = try TestClient()
+        let clock = ContinuousClock()
+        let sent = clock.now
+        let id = try await client.speak("Delayed.", ["pre-delay": .double(1), "post-delay": .double(1)])
+        try await client.waitForSignal("UtteranceStarted", of: id)
+        let startedAfter = clock.now - sent
+        // Nothing was sent to Speech Dispatcher before the pre-delay was over.
+        #expect(startedAfter >= .milliseconds(950), "started after \(startedAfter)")
+        try await client.ended(id)
+        let endedAfter = clock.now - sent
+        // The end is reported a second after the audio, and the next utterance waits for it.
+        #expect(endedAfter - startedAfter >= .milliseconds(950), "ended \(endedAfter - startedAfter) after it started")
+    }
+
     @Test func unitsReachSpeechDispatcherAsDocumented() async throws {
         let client = try TestClient()
         let id = try await client.speak("Units.", ["rate": .double(2), "pitch": .double(0.5), "volume": .double(0.75)])
