@@ -434,14 +434,12 @@ private struct SSMLParser {
             } else if starts(with: "<!") || starts(with: "<?") {
                 throw fail("DTDs and entity declarations are not allowed in SSML")
             } else if scalars[position] == "<" {
-                let tagStart = position
                 switch try parseTag() {
                 case .open(_, let selfClosing):
                     if !selfClosing { depth += 1 }
                     guard depth <= SpeechDocument.maximumDepth else { throw fail("elements nested deeper than \(SpeechDocument.maximumDepth)") }
                 case .close:
                     depth -= 1
-                    _ = tagStart
                 }
             } else {
                 let character: Unicode.Scalar
