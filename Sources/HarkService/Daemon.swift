@@ -34,7 +34,8 @@ public final class Daemon: Sendable {
         let catalog = VoiceCatalog(preferredModule: link.defaultModule) { try await link.listVoices() }
         let publisher = Publisher()
         let scheduler = SpeechScheduler(backend: link) { notice in publisher.publish(notice) }
-        speech = SpeechService(scheduler: scheduler, catalog: catalog, defaults: defaults, logger: logger)
+        let monitor = ScreenReaderMonitor(logger: logger) { speech in publisher.publishScreenReader(speech) }
+        speech = SpeechService(scheduler: scheduler, catalog: catalog, defaults: defaults, screenReader: monitor, logger: logger)
         let interface = SpeechInterface(service: speech, server: server)
         publisher.set(interface)
         let speechInterface = interface.exported()
@@ -62,6 +63,7 @@ public final class Daemon: Sendable {
             logger.critical("lost the session bus; exiting")
             exit(1)
         }
+        await speech.screenReader.start()
         guard try await connection.requestName(Hark.busName) == .primaryOwner else { throw StartError.nameTaken }
         logger.info("serving \(Hark.busName) on the session bus", metadata: ["unique-name": "\(connection.uniqueName)"])
     }
@@ -79,4 +81,5 @@ private final class Publisher: @unchecked Sendable {  // `interface` is written 
     private var interface: SpeechInterface?
     func set(_ interface: SpeechInterface) { self.interface = interface }
     func publish(_ notice: SpeechNotice) { interface?.publish(notice) }
+    func publishScreenReader(_ speech: ScreenReaderSpeech?) { interface?.publishScreenReader(speech) }
 }

@@ -66,10 +66,26 @@ struct SpeechInterface {
         interface.concurrentMethods = ["ListVoices", "RefreshVoices"]
 
         interface.getters["Speaking"] = { .boolean(await service.scheduler.isSpeaking) }
-        interface.getters["ScreenReader"] = { .string("") }
-        interface.getters["ScreenReaderSettings"] = { .vardict([:]) }
+        let monitor = service.screenReader
+        interface.getters["ScreenReader"] = { .string(await monitor.current?.name ?? "") }
+        interface.getters["ScreenReaderSettings"] = { Self.settingsValue(await monitor.current) }
         interface.getters["Version"] = { .string(Hark.version) }
         return interface
+    }
+
+    /// `ScreenReaderSettings`: the default voice's values in Hark's units, and under `system`
+    /// those of the voice announcements use.
+    static func settingsValue(_ speech: ScreenReaderSpeech?) -> DBusValue {
+        guard let speech else { return .vardict([:]) }
+        var values = speech.defaultVoice.harkUnits.mapValues(\.dbusValue)
+        values["system"] = .vardict(speech.systemVoice.harkUnits.mapValues(\.dbusValue))
+        return .vardict(values)
+    }
+
+    func publishScreenReader(_ speech: ScreenReaderSpeech?) {
+        server.emitPropertiesChanged(path: Hark.objectPath, interface: Hark.speechInterface, changed: [
+            "ScreenReader": .string(speech?.name ?? ""), "ScreenReaderSettings": Self.settingsValue(speech),
+        ])
     }
 
     /// Turns a scheduler notice into what the bus sees.
@@ -96,6 +112,15 @@ private func boundary(_ value: DBusValue) throws(HarkError) -> Bool {
     case 0: return false
     case 1: return true
     default: throw .invalid("boundary \(value.uint32Value.map(String.init) ?? "?") is not 0 (immediate) or 1 (after the current word)")
+    }
+}
+
+extension SettingValue {
+    var dbusValue: DBusValue {
+        switch self {
+        case .string(let s): .string(s)
+        case .double(let d): .double(d)
+        }
     }
 }
 

@@ -20,6 +20,7 @@ actor SpeechService {
     let scheduler: SpeechScheduler
     private let catalog: VoiceCatalog
     private let defaults: SpeechDefaults
+    let screenReader: ScreenReaderMonitor
     private let logger: Logger
     /// Ids start from the clock (microseconds), so that a restarted harkd never hands out an
     /// id a client may still hold from the previous one.
@@ -29,8 +30,9 @@ actor SpeechService {
     private var vanished: Set<String> = []
     private var vanishedOrder: [String] = []
 
-    init(scheduler: SpeechScheduler, catalog: VoiceCatalog, defaults: SpeechDefaults, logger: Logger) {
+    init(scheduler: SpeechScheduler, catalog: VoiceCatalog, defaults: SpeechDefaults, screenReader: ScreenReaderMonitor, logger: Logger) {
         self.scheduler = scheduler
+        self.screenReader = screenReader
         self.catalog = catalog
         self.defaults = defaults
         self.logger = logger
@@ -50,6 +52,15 @@ actor SpeechService {
         voice.rate = SpeechUnits.speechDispatcherRate(options.rate ?? defaults.rate)
         voice.pitch = SpeechUnits.speechDispatcherPitch(options.pitch ?? defaults.pitch)
         voice.volume = SpeechUnits.speechDispatcherVolume(options.volume ?? defaults.volume)
+
+        // prefersAssistiveTechnologySettings: the running screen reader's voice wins, whole —
+        // what it leaves unset is left to the server's defaults, as the screen reader does.
+        if options.preferScreenReader ?? (kind == .announce), let reader = await screenReader.current {
+            // Announcements sound like the screen reader's own messages: its system voice.
+            let borrowed = kind == .announce ? reader.systemVoice : reader.defaultVoice
+            voice = VoiceSettings(module: borrowed.module, voiceName: borrowed.voiceName, language: borrowed.language,
+                                  rate: borrowed.rate ?? 0, pitch: borrowed.pitch ?? 0, volume: borrowed.volume ?? 100)
+        }
 
         guard !vanished.contains(owner) else { throw HarkError(.failed, "the caller has left the bus") }
         let id = nextID

@@ -287,14 +287,38 @@ struct Status: AsyncParsableCommand {
             let speaking = properties["Speaking"]?.boolValue ?? false
             let screenReader = properties["ScreenReader"]?.stringValue ?? ""
             let version = properties["Version"]?.stringValue ?? "?"
+            let settings = properties["ScreenReaderSettings"]?.vardictValue ?? [:]
+            func plain(_ values: [String: DBusValue]) -> [String: Any] {
+                values.compactMapValues { value -> Any? in
+                    if let d = value.doubleValue { return (d * 1000).rounded() / 1000 }
+                    if let s = value.stringValue { return s }
+                    if let nested = value.vardictValue { return plain(nested) }
+                    return nil
+                }
+            }
             if json {
-                let object: [String: Any] = ["version": version, "speaking": speaking, "screenReader": screenReader]
+                let object: [String: Any] = ["version": version, "speaking": speaking, "screenReader": screenReader,
+                                             "screenReaderSettings": plain(settings)]
                 let data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])
                 print(String(decoding: data, as: UTF8.self))
             } else {
                 print("Hark \(version)")
                 print("Speaking:      \(speaking ? "yes" : "no")")
                 print("Screen reader: \(screenReader.isEmpty ? "none running" : screenReader)")
+                func describe(_ values: [String: DBusValue]) -> String {
+                    var parts: [String] = []
+                    for key in ["rate", "pitch", "volume"] {
+                        if let value = values[key]?.doubleValue { parts.append("\(key) \(String(format: "%.2f", value))") }
+                    }
+                    for key in ["voice", "language", "module"] {
+                        if let value = values[key]?.stringValue { parts.append("\(key) \(value)") }
+                    }
+                    return parts.isEmpty ? "Speech Dispatcher's defaults" : parts.joined(separator: ", ")
+                }
+                if !screenReader.isEmpty {
+                    print("  its voice:         \(describe(settings))")
+                    print("  for announcements: \(describe(settings["system"]?.vardictValue ?? [:]))")
+                }
             }
         } catch { fail(error) }
     }
