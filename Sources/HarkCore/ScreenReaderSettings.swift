@@ -299,3 +299,29 @@ enum GVariantText {
         return Double(value)
     }
 }
+
+/// Orca 51's live speech settings: the properties of `org.gnome.Orca1.SpeechManager` —
+/// `Rate` (0–100), `Pitch` and `Volume` (0–10), `CurrentSynthesizer`, `CurrentVoice` —
+/// which include changes made with Orca's keys that are never saved. They describe the voice
+/// Orca speaks with now, so announcements and text both use it.
+public struct OrcaLiveSettings: Sendable, Equatable {
+    public var rate: Double?
+    public var pitch: Double?
+    public var volume: Double?
+    public var synthesizer: String?
+    public var voice: String?
+
+    public init(rate: Double? = nil, pitch: Double? = nil, volume: Double? = nil, synthesizer: String? = nil, voice: String? = nil) {
+        self.rate = rate
+        self.pitch = pitch
+        self.volume = volume
+        self.synthesizer = synthesizer
+        self.voice = voice
+    }
+
+    public var speech: ScreenReaderSpeech {
+        let voice = OrcaVoice(rate: rate, averagePitch: pitch, gain: volume, familyName: self.voice)
+            .speechDispatcherVoice(module: synthesizer, arithmetic: .from51)
+        return ScreenReaderSpeech(name: "orca", defaultVoice: voice, systemVoice: voice)
+    }
+}

@@ -34,7 +34,7 @@ public final class Daemon: Sendable {
         let catalog = VoiceCatalog(preferredModule: link.defaultModule) { try await link.listVoices() }
         let publisher = Publisher()
         let scheduler = SpeechScheduler(backend: link) { notice in publisher.publish(notice) }
-        let monitor = ScreenReaderMonitor(logger: logger) { speech in publisher.publishScreenReader(speech) }
+        let monitor = ScreenReaderMonitor(logger: logger, bus: connection) { speech in publisher.publishScreenReader(speech) }
         speech = SpeechService(scheduler: scheduler, catalog: catalog, defaults: defaults, screenReader: monitor, logger: logger)
         let interface = SpeechInterface(service: speech, server: server)
         publisher.set(interface)
@@ -56,14 +56,27 @@ public final class Daemon: Sendable {
             "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged'"
         ) { message in
             let body = message.body
-            guard body.count == 3, let name = body[0].stringValue, name.hasPrefix(":"), body[2].stringValue == "" else { return }
-            Task { await speech.ownerVanished(name) }
+            guard body.count == 3, let name = body[0].stringValue, let newOwner = body[2].stringValue else { return }
+            if name.hasPrefix(":") {
+                if newOwner.isEmpty { Task { await speech.ownerVanished(name) } }
+            } else if name == ScreenReaderMonitor.orcaServiceName || name == ScreenReaderMonitor.legacyOrcaServiceName {
+                Task { await speech.screenReader.busNameChanged(name, owned: !newOwner.isEmpty) }
+            }
+        }
+        // Orca 51+ announces changes of its live settings (including ones made with its keys).
+        let monitor = speech.screenReader
+        try await connection.addMatch(
+            "type='signal',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',path='/org/gnome/Orca1/Service/SpeechManager'"
+        ) { message in
+            guard message.path == "/org/gnome/Orca1/Service/SpeechManager", message.member == "PropertiesChanged" else { return }
+            Task { await monitor.refreshLive() }
         }
         connection.onDisconnect { [logger] in
             logger.critical("lost the session bus; exiting")
             exit(1)
         }
         await speech.screenReader.start()
+        await speech.screenReader.checkBusNames()
         guard try await connection.requestName(Hark.busName) == .primaryOwner else { throw StartError.nameTaken }
         logger.info("serving \(Hark.busName) on the session bus", metadata: ["unique-name": "\(connection.uniqueName)"])
     }

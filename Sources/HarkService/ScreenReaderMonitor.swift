@@ -1,3 +1,4 @@
+import DBus
 import Dispatch
 import Foundation
 import HarkCore
@@ -18,11 +19,20 @@ actor ScreenReaderMonitor {
     private var watchedFile: String?
     private var lastWarning: String?
     private var scanning: Task<Void, Never>?
+    /// Orca 51+ on the bus: its settings are read live from there.
+    private var orcaService = false
+    private var legacyOrcaService = false
+    private let bus: Connection?
+
+    static let orcaServiceName = "org.gnome.Orca1.Service"
+    static let legacyOrcaServiceName = "org.gnome.Orca.Service"
 
     static let scanInterval: Duration = .seconds(2)
 
-    init(logger: Logger, environment: [String: String] = ProcessInfo.processInfo.environment, listener: @escaping Listener) {
+    init(logger: Logger, bus: Connection? = nil, environment: [String: String] = ProcessInfo.processInfo.environment,
+         listener: @escaping Listener) {
         self.logger = logger
+        self.bus = bus
         self.environment = environment
         self.listener = listener
     }
@@ -44,9 +54,67 @@ actor ScreenReaderMonitor {
         watcher = nil
     }
 
+    /// An Orca D-Bus service appeared or left (from NameOwnerChanged).
+    func busNameChanged(_ name: String, owned: Bool) async {
+        switch name {
+        case Self.orcaServiceName: orcaService = owned
+        case Self.legacyOrcaServiceName: legacyOrcaService = owned
+        default: return
+        }
+        rescan()
+        if orcaService { await refreshLive() }
+    }
+
+    /// Checks once which Orca services own their names (at start; later NameOwnerChanged tells).
+    func checkBusNames() async {
+        guard let bus else { return }
+        for name in [Self.orcaServiceName, Self.legacyOrcaServiceName] {
+            let owned = (try? await bus.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                                             interface: "org.freedesktop.DBus", member: "NameHasOwner", [.string(name)]))?.first?.boolValue ?? false
+            if owned { await busNameChanged(name, owned: true) }
+        }
+    }
+
+    /// The settings to speak with now. With Orca 51+ on the bus they are asked for right
+    /// then, so a rate changed with Orca's keys a moment ago is used.
+    func currentForUtterance() async -> ScreenReaderSpeech? {
+        if orcaService { await refreshLive() }
+        return current
+    }
+
+    /// Reads Orca 51's SpeechManager properties (bounded wait; the last values if it does not answer).
+    func refreshLive() async {
+        guard let bus, orcaService else { return }
+        do {
+            let reply = try await bus.call(
+                destination: Self.orcaServiceName, path: "/org/gnome/Orca1/Service/SpeechManager",
+                interface: "org.freedesktop.DBus.Properties", member: "GetAll", [.string("org.gnome.Orca1.SpeechManager")],
+                timeout: .milliseconds(500))
+            let properties = reply.first?.vardictValue ?? [:]
+            func number(_ key: String) -> Double? {
+                properties[key].flatMap { $0.doubleValue ?? $0.integerValue.map(Double.init) }
+            }
+            let live = OrcaLiveSettings(
+                rate: number("Rate"), pitch: number("Pitch"), volume: number("Volume"),
+                synthesizer: properties["CurrentSynthesizer"]?.stringValue, voice: properties["CurrentVoice"]?.stringValue)
+            update(live.speech)
+            lastWarning = nil
+        } catch {
+            warnOnce("Orca's speech settings could not be read over D-Bus (\(error)); keeping the last ones")
+        }
+    }
+
+    private func update(_ speech: ScreenReaderSpeech?) {
+        guard speech != current else { return }
+        current = speech
+        logger.debug("screen reader settings: \(String(describing: speech))")
+        listener(speech)
+    }
+
     /// Looks for the screen reader now; reloads its settings if it changed.
     func rescan() {
-        let found = ScreenReaderDetector.detect(processes: ProcessTable.screenReaderCandidates(), uid: getuid())
+        var found = ScreenReaderDetector.detect(processes: ProcessTable.screenReaderCandidates(), uid: getuid())
+        if found == nil, orcaService || legacyOrcaService { found = .orca(settingsDirectory: nil) }
         guard found != kind else { return }
         kind = found
         if let found {
@@ -89,6 +157,7 @@ actor ScreenReaderMonitor {
     /// Reads the settings of the current screen reader. A file that cannot be read or parsed
     /// keeps the last good settings (or the screen reader's defaults) with one warning.
     func reload() {
+        guard !orcaService else { return }  // Orca 51+: live over D-Bus instead
         let previous = current
         switch kind {
         case nil:

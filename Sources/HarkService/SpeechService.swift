@@ -55,7 +55,7 @@ actor SpeechService {
 
         // prefersAssistiveTechnologySettings: the running screen reader's voice wins, whole —
         // what it leaves unset is left to the server's defaults, as the screen reader does.
-        if options.preferScreenReader ?? (kind == .announce), let reader = await screenReader.current {
+        if options.preferScreenReader ?? (kind == .announce), let reader = await screenReader.currentForUtterance() {
             // Announcements sound like the screen reader's own messages: its system voice.
             let borrowed = kind == .announce ? reader.systemVoice : reader.defaultVoice
             voice = VoiceSettings(module: borrowed.module, voiceName: borrowed.voiceName, language: borrowed.language,

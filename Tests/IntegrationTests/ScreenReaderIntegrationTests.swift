@@ -183,3 +183,76 @@ enum ScreenReaderFixtures {
                                                     "family": {"name": "Spanish (Latin America)", "locale": "es", "dialect": "419"}}}}}}
     """
 }
+
+/// A stand-in for Orca 51 on the sandbox bus: org.gnome.Orca1.Service with the SpeechManager
+/// properties Orca publishes, changeable as Orca's keyboard shortcuts change them.
+final class FakeOrca51: Sendable {
+    static let xml = """
+    <node><interface name="org.gnome.Orca1.SpeechManager">
+      <property name="Rate" type="u" access="readwrite"/>
+      <property name="Pitch" type="d" access="readwrite"/>
+      <property name="Volume" type="d" access="readwrite"/>
+      <property name="CurrentSynthesizer" type="s" access="readwrite"/>
+      <property name="CurrentVoice" type="s" access="readwrite"/>
+    </interface></node>
+    """
+    let connection: Connection
+    let server: ObjectServer
+    let values: Locked<[String: DBusValue]>
+
+    init(rate: UInt32, pitch: Double, volume: Double, synthesizer: String, voice: String) async throws {
+        connection = try Connection.session(label: "fake-orca")
+        server = ObjectServer(connection: connection)
+        let values = Locked<[String: DBusValue]>([
+            "Rate": .uint32(rate), "Pitch": .double(pitch), "Volume": .double(volume),
+            "CurrentSynthesizer": .string(synthesizer), "CurrentVoice": .string(voice),
+        ])
+        self.values = values
+        var manager = ExportedInterface(try InterfaceDescription.parse(Self.xml)[0])
+        for name in ["Rate", "Pitch", "Volume", "CurrentSynthesizer", "CurrentVoice"] {
+            manager.getters[name] = { values.value[name]! }
+            manager.setters[name] = { value, _ in values.withLock { $0[name] = value } }
+        }
+        server.export(path: "/org/gnome/Orca1/Service/SpeechManager", interfaces: [manager])
+        #expect(try await connection.requestName("org.gnome.Orca1.Service") == .primaryOwner)
+    }
+
+    /// As if the user pressed Orca's "increase rate" key: a live change, never saved.
+    func set(_ name: String, _ value: DBusValue) {
+        values.withLock { $0[name] = value }
+        server.emitPropertiesChanged(path: "/org/gnome/Orca1/Service/SpeechManager", interface: "org.gnome.Orca1.SpeechManager", changed: [name: value])
+    }
+
+    func quit() { connection.close() }
+}
+
+extension Integration.ScreenReaderTests {
+    @Test func orca51LiveSettingsOverDBus() async throws {
+        let client = try TestClient()
+        let orca = try await FakeOrca51(rate: 80, pitch: 6, volume: 7.5, synthesizer: "espeak-ng", voice: "English (America)")
+        _ = try await waitFor("harkd to see Orca 51", timeout: .seconds(5)) {
+            (try await client.property("ScreenReader")).stringValue == "orca" ? true : nil
+        }
+        // Orca 51's arithmetic: rate int(2·80 − 100) = 60, pitch int(20·6 − 100) = 20, volume int(20·7.5 − 100) = 50.
+        var sent = try await announce(client)
+        #expect(sent["RATE"] == "60")
+        #expect(sent["PITCH"] == "20")
+        #expect(sent["VOLUME"] == "50")
+        #expect(sent["OUTPUT_MODULE"] == "espeak-ng")
+        #expect(sent["SYNTHESIS_VOICE"] == "English (America)")
+
+        // A change made with Orca's keys applies to the very next announcement.
+        orca.set("Rate", .uint32(20))
+        sent = try await announce(client)
+        #expect(sent["RATE"] == "-60")
+        _ = try await waitFor("ScreenReaderSettings to follow", timeout: .seconds(2)) {
+            let rate = try await client.property("ScreenReaderSettings").vardictValue?["rate"]?.doubleValue ?? 0
+            return abs(rate - pow(2, -60.0 / 50)) < 1e-9 ? true : nil
+        }
+
+        orca.quit()
+        _ = try await waitFor("harkd to see Orca 51 gone", timeout: .seconds(5)) {
+            (try await client.property("ScreenReader")).stringValue == "" ? true : nil
+        }
+    }
+}
