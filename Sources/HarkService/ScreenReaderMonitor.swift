@@ -16,6 +16,7 @@ actor ScreenReaderMonitor {
     private var kind: ScreenReaderKind?
     private(set) var current: ScreenReaderSpeech?
     private var watcher: DirectoryWatcher?
+    private var dconfWatcher: DirectoryWatcher?
     private var watchedFile: String?
     private var lastWarning: String?
     private var scanning: Task<Void, Never>?
@@ -115,7 +116,10 @@ actor ScreenReaderMonitor {
     func rescan() {
         var found = ScreenReaderDetector.detect(processes: ProcessTable.screenReaderCandidates(), uid: getuid())
         if found == nil, orcaService || legacyOrcaService { found = .orca(settingsDirectory: nil) }
-        guard found != kind else { return }
+        guard found != kind else {
+            watchDconf()  // dconf's folder may not have existed when Orca was found
+            return
+        }
         kind = found
         if let found {
             logger.info("screen reader running: \(found.name)")
@@ -140,9 +144,44 @@ actor ScreenReaderMonitor {
         }
     }
 
+    /// Orca 50's settings: `dconf dump /org/gnome/orca/`. dconf rather than gsettings because
+    /// it reads the user's database without Orca's schemas installed (Hark may run where Orca
+    /// 50's schemas are not), and it prints exactly what the user changed. nil: no dconf.
+    static func dconfDump() -> String? {
+        let tool = "/usr/bin/dconf"
+        guard FileManager.default.isExecutableFile(atPath: tool) else { return nil }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: tool)
+        process.arguments = ["dump", "/org/gnome/orca/"]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        do { try process.run() } catch { return nil }
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        return String(data: data, encoding: .utf8)
+    }
+
+    /// dconf's database of this user, replaced by dconf-service on every write.
+    private var dconfDatabase: (directory: String, name: String) {
+        let config = environment["XDG_CONFIG_HOME"] ?? (environment["HOME"] ?? NSHomeDirectory()) + "/.config"
+        return (config + "/dconf", "user")
+    }
+
+    private func watchDconf() {
+        guard dconfWatcher == nil, case .orca = kind else { return }
+        let database = dconfDatabase
+        dconfWatcher = DirectoryWatcher(directory: database.directory, name: database.name) { [weak self] in
+            Task { await self?.reload() }
+        }
+        if dconfWatcher != nil { reload() }  // it may have appeared since the last look
+    }
+
     private func watch(_ file: String?) {
         watchedFile = file
         watcher = nil
+        dconfWatcher = nil
+        watchDconf()
         guard let file else { return }
         let directory = (file as NSString).deletingLastPathComponent
         let name = (file as NSString).lastPathComponent
@@ -170,7 +209,11 @@ actor ScreenReaderMonitor {
                 current = previous?.name == "fenrir" ? previous : FenrirSettings.parse("")
             }
         case .orca:
-            if let file = watchedFile, FileManager.default.fileExists(atPath: file) {
+            if let dump = Self.dconfDump(), dump.contains("[") {
+                // Orca 50 (it migrates its JSON into dconf on first start, so dconf wins).
+                current = OrcaSettings.parseDconfDump(dump).speech(arithmetic: .upTo50)
+                lastWarning = nil
+            } else if let file = watchedFile, FileManager.default.fileExists(atPath: file) {
                 do {
                     let data = try Data(contentsOf: URL(fileURLWithPath: file))
                     current = try OrcaSettings.parseJSON(data).speech(arithmetic: .upTo50)

@@ -256,3 +256,68 @@ extension Integration.ScreenReaderTests {
         }
     }
 }
+
+/// Runs `dconf` in the sandbox (its writer is activated on the sandbox bus).
+@discardableResult
+func dconf(_ arguments: [String], input: String? = nil) throws -> Int32 {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/dconf")
+    process.arguments = arguments
+    let stdin = Pipe()
+    process.standardInput = stdin
+    process.standardOutput = FileHandle.nullDevice
+    try process.run()
+    if let input { stdin.fileHandleForWriting.write(Data(input.utf8)) }
+    try stdin.fileHandleForWriting.close()
+    while !processGone(process.processIdentifier) { usleep(10_000) }
+    return process.terminationStatus
+}
+
+extension Integration.ScreenReaderTests {
+    @Test func orca50SettingsInDconfLive() async throws {
+        let client = try TestClient()
+        try dconf(["load", "/org/gnome/orca/"], input: """
+        [default/speech]
+        synthesizer='espeak-ng'
+
+        [default/voices/default]
+        established=true
+        family-lang='en'
+        family-dialect='us'
+        family-name='English (America)'
+        pitch=6.0
+        rate=64
+        volume=7.5
+
+        [default/voices/system]
+        established=true
+        rate=80
+
+        """)
+        let orca = try FakeScreenReader()
+        defer {
+            orca.stop()
+            _ = try? dconf(["reset", "-f", "/org/gnome/orca/"])
+        }
+        _ = try await waitFor("harkd to read Orca's dconf settings", timeout: .seconds(5)) {
+            (try await client.property("ScreenReaderSettings")).vardictValue?["language"]?.stringValue == "en-us" ? true : nil
+        }
+        // Orca 50's arithmetic: system rate 80 → 62; pitch 6 → 30; volume 7.5 → 77 (77.5 truncated).
+        var sent = try await announce(client)
+        #expect(sent["RATE"] == "62")
+        #expect(sent["PITCH"] == "30")
+        #expect(sent["VOLUME"] == "77")
+        #expect(sent["LANGUAGE"] == "en-us")
+        #expect(sent["SYNTHESIS_VOICE"] == "English (America)")
+        sent = try await announce(client, ["prefer-screen-reader": .boolean(true)], method: "Speak")
+        #expect(sent["RATE"] == "30")
+
+        // The user changes it in Orca's preferences (dconf): used within 2 s.
+        try dconf(["write", "/org/gnome/orca/default/voices/system/rate", "30"])
+        _ = try await waitFor("the dconf change", timeout: .seconds(2)) {
+            let rate = try await client.property("ScreenReaderSettings").vardictValue?["system"]?.vardictValue?["rate"]?.doubleValue ?? 0
+            return abs(rate - pow(2, -38.0 / 50)) < 1e-9 ? true : nil
+        }
+        #expect(try await announce(client)["RATE"] == "-38")
+    }
+}
