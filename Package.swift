@@ -53,7 +53,7 @@ let package = Package(
         .executableTarget(
             name: "harkd",
             dependencies: [
-                "HarkService",
+                "HarkService", "HarkCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

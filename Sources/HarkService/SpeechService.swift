@@ -2,18 +2,6 @@ import Foundation
 import HarkCore
 import Logging
 
-/// Hark's defaults for what a client does not set (the screen reader's come first where asked).
-public struct SpeechDefaults: Sendable, Equatable {
-    public var rate = 1.0
-    public var pitch = 1.0
-    public var volume = 1.0
-    public var language: String?
-    /// Whether `Speak` ducks other audio when the client does not say.
-    public var duckSpeak = false
-
-    public init() {}
-}
-
 /// The Speech interface's decisions: turning a request into an utterance (validation, voice,
 /// units, priority), ids, ownership, and the owners that left the bus.
 actor SpeechService {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HarkCore
 import HarkService
 import Logging
 import ServiceLifecycle
@@ -42,7 +43,7 @@ struct Harkd: AsyncParsableCommand {
         let logger = Logger(label: "harkd")
         let daemon: Daemon
         do {
-            daemon = try Daemon(logger: logger)
+            daemon = try Daemon(logger: logger, defaults: Self.loadConfiguration(logger: logger))
             try await daemon.start()
         } catch {
             logger.critical("cannot start: \(error)")
@@ -54,6 +55,20 @@ struct Harkd: AsyncParsableCommand {
             logger: logger
         )
         try await group.run()
+    }
+}
+
+extension Harkd {
+    /// `$XDG_CONFIG_HOME/hark/hark.conf`; a missing file means Hark's built-in defaults.
+    static func loadConfiguration(logger: Logger) -> SpeechDefaults {
+        let environment = ProcessInfo.processInfo.environment
+        let directory = environment["XDG_CONFIG_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory() + "/.config"
+        let path = directory + "/hark/hark.conf"
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return SpeechDefaults() }
+        let (defaults, warnings) = Configuration.parse(text)
+        for warning in warnings { logger.warning("\(path): \(warning)") }
+        logger.info("configuration read from \(path)")
+        return defaults
     }
 }
 

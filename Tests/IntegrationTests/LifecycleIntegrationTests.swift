@@ -94,3 +94,37 @@ extension Integration {
     }
 }
 }
+
+extension Integration.LifecycleTests {
+    /// Restarts harkd so that it reads its configuration again.
+    func restartHarkd(_ client: TestClient) async throws {
+        if let pid = try await harkdPID(client) {
+            kill(pid, SIGTERM)
+            _ = try await waitFor("harkd to exit", timeout: .seconds(10)) { try await harkdPID(client) == nil ? true : nil }
+        }
+    }
+
+    @Test func harksOwnDefaultsComeFromItsConfigurationFile() async throws {
+        let client = try TestClient()
+        let folder = Sandbox.environment["XDG_CONFIG_HOME"]! + "/hark"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        try "[speech]\nrate=2\nvolume=0.75\npitch=banana\n".write(toFile: folder + "/hark.conf", atomically: true, encoding: .utf8)
+        try await restartHarkd(client)
+        defer { try? FileManager.default.removeItem(atPath: folder + "/hark.conf") }
+
+        var id = try await client.speak("Configured.")
+        #expect(try await client.ended(id) == 0)
+        var sent = settingsOfLastMessage()
+        #expect(sent["RATE"] == "50")
+        #expect(sent["VOLUME"] == "50")
+        #expect(sent["PITCH"] == "0")  // the bad value fell back to the default
+        // An explicit option still wins over the configuration.
+        id = try await client.speak("Explicit.", ["rate": .double(1)])
+        #expect(try await client.ended(id) == 0)
+        sent = settingsOfLastMessage()
+        #expect(sent["RATE"] == "0")
+
+        try FileManager.default.removeItem(atPath: folder + "/hark.conf")
+        try await restartHarkd(client)
+    }
+}
