@@ -69,13 +69,46 @@ extension Integration {
         return settingsOfLastMessage()
     }
 
+    @Test func orcasFirstRunFileGivesOrcasDefaults() async throws {
+        let client = try TestClient()
+        try writeOrcaSettings(ScreenReaderFixtures.firstRun)
+        let orca = try FakeScreenReader()
+        defer {
+            orca.stop()
+            try? FileManager.default.removeItem(atPath: Sandbox.environment["XDG_DATA_HOME"]! + "/orca/user-settings.conf")
+        }
+        _ = try await waitFor("harkd to see Orca", timeout: .seconds(5)) {
+            (try await client.property("ScreenReader")).stringValue == "orca" ? true : nil
+        }
+        let sent = try await announce(client, ["voice": .string("espeak-ng:English (Great Britain)")])
+        // Orca 43's defaults (rate 50, pitch 5, gain 10) as it sends them; no module or voice of its own.
+        #expect(sent["RATE"] == "2")
+        #expect(sent["PITCH"] == "10")
+        #expect(sent["VOLUME"] == "100")
+        #expect(sent["VOICE_TYPE"] == "MALE1", "the placeholder voice must not be sent as a voice name")
+        _ = try await waitFor("harkd to see Orca gone", timeout: .seconds(5)) {
+            orca.stop()
+            return (try await client.property("ScreenReader")).stringValue == "" ? true : nil
+        }
+    }
+
     @Test func orcasSettingsAreUsedLiveAndSurviveAMalformedFile() async throws {
         let client = try TestClient()
+        let announced = Locked<[String]>([])
+        try await client.connection.addMatch("type='signal',sender='org.hark.Hark1',interface='org.freedesktop.DBus.Properties'") { message in
+            guard message.member == "PropertiesChanged", let changed = message.body.dropFirst().first?.vardictValue,
+                  let reader = changed["ScreenReader"]?.stringValue else { return }
+            announced.withLock { $0.append(reader) }
+        }
         try writeOrcaSettings(ScreenReaderFixtures.profileOverridesVoices)
         let orca = try FakeScreenReader()
         defer { orca.stop() }
         _ = try await waitFor("harkd to see Orca", timeout: .seconds(5)) {
             (try await client.property("ScreenReader")).stringValue == "orca" ? true : nil
+        }
+        // Clients hear about it: PropertiesChanged with the new ScreenReader.
+        _ = try await waitFor("PropertiesChanged ScreenReader=orca", timeout: .seconds(2)) {
+            announced.value.contains("orca") ? true : nil
         }
 
         // An announcement sounds like Orca: the numbers Orca 43 sends for this file.
@@ -164,6 +197,15 @@ extension Integration {
 }
 
 enum ScreenReaderFixtures {
+    /// What Orca 43 writes on its first run: defaults, placeholder names, no module.
+    static let firstRun = """
+    {"general": {"speechServerInfo": null,
+                 "voices": {"default": {"established": false, "family": {"name": "espeak-ng default voice", "lang": "", "dialect": ""}},
+                            "system": {"established": false}, "uppercase": {"average-pitch": 7.0}, "hyperlink": {"established": false}},
+                 "startingProfile": ["Default", "default"], "activeProfile": ["Default", "default"]},
+     "profiles": {"default": {"profile": ["Default", "default"]}}, "keybindings": {}, "pronunciations": {}}
+    """
+
     static let profileOverridesVoices = """
     {"general": {"speechServerInfo": ["Default Synthesizer", "default"],
                  "voices": {"default": {"rate": 30, "average-pitch": 3.0, "gain": 4.0}, "system": {"rate": 10}},
