@@ -76,7 +76,7 @@ let package = Package(
 
         .testTarget(name: "HarkCoreTests", dependencies: ["HarkCore"]),
         .testTarget(name: "DBusTests", dependencies: ["DBus"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["DBus", "HarkService"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["DBus", "HarkService", "PulseAudio"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -35,6 +35,8 @@ public actor SpeechScheduler {
     public let maximumQueuedPerOwner: Int
     private let backend: any SpeechBackend
     private let notify: @Sendable (SpeechNotice) -> Void
+    private let focus: (any AudioFocus)?
+    private var focusHeld = false
 
     private struct Entry {
         var utterance: Utterance
@@ -75,9 +77,10 @@ public actor SpeechScheduler {
     private var lastEvent = ContinuousClock.now
     private var watchdog: Task<Void, Never>?
 
-    public init(backend: any SpeechBackend, maximumQueuedPerOwner: Int = 1000, stallCheckInterval: Duration = .seconds(5),
-                notify: @escaping @Sendable (SpeechNotice) -> Void) {
+    public init(backend: any SpeechBackend, focus: (any AudioFocus)? = nil, maximumQueuedPerOwner: Int = 1000,
+                stallCheckInterval: Duration = .seconds(5), notify: @escaping @Sendable (SpeechNotice) -> Void) {
         self.backend = backend
+        self.focus = focus
         self.maximumQueuedPerOwner = maximumQueuedPerOwner
         self.stallCheckInterval = stallCheckInterval
         self.notify = notify
@@ -360,20 +363,38 @@ public actor SpeechScheduler {
 
     /// Starts the next utterance if nothing is with the server.
     private func pump() {
-        guard current == nil, accepting, let id = nextUtterance() else { return }
-        guard let entry = entries[id] else { return }
+        guard current == nil else { return }
+        guard accepting, let id = nextUtterance(), let entry = entries[id] else {
+            releaseFocus()
+            return
+        }
         generation += 1
         let generation = generation
         let preDelay = entry.resumeWord == 0 && !entry.started ? entry.utterance.preDelay : 0
         current = Current(id: id, generation: generation, message: nil, phase: preDelay > 0 ? .preDelay : .sending)
-        if preDelay > 0 {
+        guard entry.utterance.duck, let focus else {
+            releaseFocus()
             Task { [weak self] in
-                try? await Task.sleep(for: .seconds(preDelay))
+                if preDelay > 0 { try? await Task.sleep(for: .seconds(preDelay)) }
                 await self?.send(generation)
             }
-        } else {
-            Task { await self.send(generation) }
+            return
         }
+        // Other audio goes down during the pre-delay; the words wait for both.
+        focusHeld = true
+        let ducked = AsyncStream<Void>.makeStream()
+        focus.acquire { ducked.continuation.finish() }
+        Task { [weak self] in
+            if preDelay > 0 { try? await Task.sleep(for: .seconds(preDelay)) }
+            for await _ in ducked.stream {}
+            await self?.send(generation)
+        }
+    }
+
+    private func releaseFocus() {
+        guard focusHeld, let focus else { return }
+        focusHeld = false
+        focus.release()
     }
 
     /// Adds an owner to the round: behind those waiting, ahead of the one served last.

@@ -18,10 +18,12 @@ public final class Daemon: Sendable {
     let connection: Connection
     let server: ObjectServer
     let speech: SpeechService
+    let ducker: Ducker
     let link: SpeechDispatcherLink
     let logger: Logger
 
-    public init(logger: Logger, defaults: SpeechDefaults = SpeechDefaults()) throws {
+    public init(logger: Logger, configuration: ConfigurationFile = ConfigurationFile()) throws {
+        let (defaults, audioSettings) = configuration.load(logger: logger)
         self.logger = logger
         connection = try Connection.session(label: "hark.bus")
         server = ObjectServer(connection: connection)
@@ -33,15 +35,20 @@ public final class Daemon: Sendable {
         let server = server
         let catalog = VoiceCatalog(preferredModule: link.defaultModule) { try await link.listVoices() }
         let publisher = Publisher()
-        let scheduler = SpeechScheduler(backend: link) { notice in publisher.publish(notice) }
+        let ducker = Ducker(settings: audioSettings, logger: logger) { ducked in publisher.publishDucked(ducked) }
+        self.ducker = ducker
+        let scheduler = SpeechScheduler(backend: link, focus: ducker) { notice in publisher.publish(notice) }
         let monitor = ScreenReaderMonitor(logger: logger, bus: connection) { speech in publisher.publishScreenReader(speech) }
         speech = SpeechService(scheduler: scheduler, catalog: catalog, defaults: defaults, screenReader: monitor, logger: logger)
         let interface = SpeechInterface(service: speech, server: server)
-        publisher.set(interface)
-        let speechInterface = interface.exported()
+        let audio = AudioInterface(ducker: ducker, server: server, configuration: configuration, logger: logger)
+        publisher.set(interface, audio)
+        let exported = [interface.exported(), audio.exported()]
         // The XML in dbus/ is the contract; serving something else is a programming error.
-        precondition(speechInterface.mismatches.isEmpty, "dbus/ and the code disagree: \(speechInterface.mismatches)")
-        server.export(path: Hark.objectPath, interfaces: [speechInterface])
+        for served in exported {
+            precondition(served.mismatches.isEmpty, "dbus/ and the code disagree: \(served.mismatches)")
+        }
+        server.export(path: Hark.objectPath, interfaces: exported)
     }
 
     /// Starts serving: events, owner tracking, then the bus name (last, so that a caller that
@@ -75,15 +82,25 @@ public final class Daemon: Sendable {
             logger.critical("lost the session bus; exiting")
             exit(1)
         }
+        // What a harkd that crashed left lowered comes back first.
+        await ducker.restoreFromJournal()
         await speech.screenReader.start()
         await speech.screenReader.checkBusNames()
         guard try await connection.requestName(Hark.busName) == .primaryOwner else { throw StartError.nameTaken }
         logger.info("serving \(Hark.busName) on the session bus", metadata: ["unique-name": "\(connection.uniqueName)"])
     }
 
+    /// Gives back what a previous harkd left lowered, for `harkd --restore-audio`.
+    public static func restoreAudio(logger: Logger) async -> Int {
+        let ducker = Ducker(settings: AudioSettings(), logger: logger) { _ in }
+        return await ducker.restoreFromJournal()
+    }
+
     /// Ends every utterance (its owner gets UtteranceEnded, interrupted) and sends what is queued.
     public func shutdown() async {
         await speech.scheduler.shutdown()
+        ducker.release()
+        try? await Task.sleep(for: Ducker.hold + .milliseconds(300))
         connection.flush()
         logger.info("stopped")
     }
@@ -92,7 +109,12 @@ public final class Daemon: Sendable {
 /// Hands scheduler notices to the interface in order. Set once before any notice can exist.
 private final class Publisher: @unchecked Sendable {  // `interface` is written once, before use
     private var interface: SpeechInterface?
-    func set(_ interface: SpeechInterface) { self.interface = interface }
+    private var audio: AudioInterface?
+    func set(_ interface: SpeechInterface, _ audio: AudioInterface) {
+        self.interface = interface
+        self.audio = audio
+    }
+    func publishDucked(_ ducked: Bool) { audio?.publishDucked(ducked) }
     func publish(_ notice: SpeechNotice) { interface?.publish(notice) }
     func publishScreenReader(_ speech: ScreenReaderSpeech?) { interface?.publishScreenReader(speech) }
 }

@@ -27,6 +27,9 @@ struct Harkd: AsyncParsableCommand {
     @Option(help: ArgumentHelp("How much to log: trace, debug, info, notice, warning, error, critical.", valueName: "level"))
     var logLevel: String = ProcessInfo.processInfo.environment["HARK_LOG_LEVEL"] ?? "info"
 
+    @Flag(help: "Give back the volume of streams a harkd that crashed left lowered, then exit (for systemd's ExecStopPost=).")
+    var restoreAudio = false
+
     func validate() throws {
         guard Logger.Level(rawValue: logLevel) != nil else {
             throw ValidationError("'\(logLevel)' is not a log level: use trace, debug, info, notice, warning, error or critical")
@@ -41,9 +44,14 @@ struct Harkd: AsyncParsableCommand {
             return handler
         }
         let logger = Logger(label: "harkd")
+        if restoreAudio {
+            let count = await Daemon.restoreAudio(logger: logger)
+            print("restored \(count) stream(s)")
+            return
+        }
         let daemon: Daemon
         do {
-            daemon = try Daemon(logger: logger, defaults: Self.loadConfiguration(logger: logger))
+            daemon = try Daemon(logger: logger)
             try await daemon.start()
         } catch {
             logger.critical("cannot start: \(error)")
@@ -55,20 +63,6 @@ struct Harkd: AsyncParsableCommand {
             logger: logger
         )
         try await group.run()
-    }
-}
-
-extension Harkd {
-    /// `$XDG_CONFIG_HOME/hark/hark.conf`; a missing file means Hark's built-in defaults.
-    static func loadConfiguration(logger: Logger) -> SpeechDefaults {
-        let environment = ProcessInfo.processInfo.environment
-        let directory = environment["XDG_CONFIG_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory() + "/.config"
-        let path = directory + "/hark/hark.conf"
-        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return SpeechDefaults() }
-        let (defaults, warnings) = Configuration.parse(text)
-        for warning in warnings { logger.warning("\(path): \(warning)") }
-        logger.info("configuration read from \(path)")
-        return defaults
     }
 }
 

@@ -1,0 +1,151 @@
+import DBus
+import Foundation
+import PulseAudio
+import Testing
+
+/// A tone playing on the sandbox's speakers through paplay, as music would.
+final class TonePlayer {
+    let process = Process()
+    static let file: String = {
+        let path = FileManager.default.temporaryDirectory.appending(path: "hark-tone.wav").path
+        if !FileManager.default.fileExists(atPath: path) {
+            let sox = Process()
+            sox.executableURL = URL(fileURLWithPath: "/usr/bin/sox")
+            sox.arguments = ["-n", "-r", "16000", "-c", "2", path, "synth", "60", "sine", "440", "vol", "0.3"]
+            try? sox.run()
+            while !processGone(sox.processIdentifier) { usleep(10_000) }
+        }
+        return path
+    }()
+
+    init(name: String) throws {
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/paplay")
+        process.arguments = ["-d", "speakers", "--client-name=\(name)", Self.file]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+    }
+
+    func stop() { kill(process.processIdentifier, SIGKILL) }
+}
+
+extension Mixer {
+    func stream(named name: String) async -> PlaybackStream? {
+        await streams().first { $0.applicationName == name }
+    }
+}
+
+extension Integration {
+@Suite(.timeLimit(.minutes(2))) struct DuckingTests {
+    init() throws { try Sandbox.require() }
+
+    static let long = "This announcement is long enough for a person to notice that the music got quieter while it was spoken."
+
+    func setAudio(_ client: TestClient, _ name: String, _ value: DBusValue) async -> DBusError? {
+        await client.error("Set", [.string("org.hark.Hark1.Audio"), .string(name), .variant(value)], interface: "org.freedesktop.DBus.Properties")
+    }
+
+    @Test func musicIsLoweredWhileAnAnnouncementSpeaksAndComesBack() async throws {
+        let client = try TestClient()
+        let mixer = try Mixer(clientName: "hark-test")
+        let tone = try TonePlayer(name: "tone-player")
+        defer { tone.stop() }
+        let before = try await waitFor("the tone to play") { await mixer.stream(named: "tone-player") }
+
+        let id = try await client.speak(Self.long, method: "Announce")
+        try await client.waitForSignal("UtteranceStarted", of: id)
+        // When the words start the ramp is over: the tone sits at the ducking level (−14 dB by default).
+        let lowered = try #require(await mixer.stream(named: "tone-player"))
+        #expect(lowered.volumes == before.volumes.map { Mixer.attenuate($0, decibels: -14) })
+        // Speech Dispatcher's own stream is never touched.
+        for stream in await mixer.streams() where stream.applicationName.hasPrefix("speech-dispatcher") || stream.binary == "speech-dispatcher" {
+            #expect(stream.volumes.allSatisfy { $0 == 65536 }, "Speech Dispatcher's stream was changed: \(stream.volumes)")
+        }
+        #expect((try await client.call("Get", [.string("org.hark.Hark1.Audio"), .string("Ducked")], interface: "org.freedesktop.DBus.Properties")).first?.unwrapped == .boolean(true))
+
+        // A second player that starts mid-announcement is lowered at once.
+        let second = try TonePlayer(name: "second-player")
+        defer { second.stop() }
+        _ = try await waitFor("the second player to be lowered", timeout: .seconds(2)) { () -> Bool? in
+            guard let stream = await mixer.stream(named: "second-player") else { return nil }
+            return stream.volumes.allSatisfy { $0 < 65536 } ? true : nil
+        }
+
+        #expect(try await client.ended(id) == 0)
+        // After the last word, the volume comes back (hold + ramp), exactly to where it was.
+        _ = try await waitFor("the tone's volume to come back", timeout: .seconds(3)) {
+            await mixer.stream(named: "tone-player")?.volumes == before.volumes ? true : nil
+        }
+    }
+
+    @Test func aVolumeTheUserChangesMidDuckIsKept() async throws {
+        let client = try TestClient()
+        let mixer = try Mixer(clientName: "hark-test")
+        let tone = try TonePlayer(name: "user-tone")
+        defer { tone.stop() }
+        let stream = try await waitFor("the tone") { await mixer.stream(named: "user-tone") }
+        let id = try await client.speak(Self.long, method: "Announce")
+        try await client.waitForSignal("UtteranceStarted", of: id)
+        let chosen = stream.volumes.map { _ in UInt32(30000) }
+        #expect(await mixer.setVolumes(stream.index, chosen))
+        #expect(try await client.ended(id) == 0)
+        try await Task.sleep(for: .seconds(1))
+        #expect(await mixer.stream(named: "user-tone")?.volumes == chosen)
+    }
+
+    @Test func levelAndModeAreValidatedAppliedAndSaved() async throws {
+        let client = try TestClient()
+        let mixer = try Mixer(clientName: "hark-test")
+        let tone = try TonePlayer(name: "level-tone")
+        defer { tone.stop() }
+        let before = try await waitFor("the tone") { await mixer.stream(named: "level-tone") }
+
+        let bad = await setAudio(client, "DuckingLevel", .double(5))
+        #expect(bad?.name == "org.hark.Hark1.Error.InvalidArgument")
+        #expect(bad?.message.contains("5") == true)
+        let badMode = await setAudio(client, "DuckingMode", .string("mute"))
+        #expect(badMode?.message.contains("mute") == true)
+
+        #expect(await setAudio(client, "DuckingLevel", .double(-30)) == nil)
+        let id = try await client.speak("Quieter still.", method: "Announce")
+        try await client.waitForSignal("UtteranceStarted", of: id)
+        #expect(await mixer.stream(named: "level-tone")?.volumes == before.volumes.map { Mixer.attenuate($0, decibels: -30) })
+        try await client.ended(id)
+
+        #expect(await setAudio(client, "DuckingMode", .string("off")) == nil)
+        _ = try await waitFor("the volume back") { await mixer.stream(named: "level-tone")?.volumes == before.volumes ? true : nil }
+        let plain = try await client.speak("Not ducked.", method: "Announce")
+        try await client.waitForSignal("UtteranceStarted", of: plain)
+        #expect(await mixer.stream(named: "level-tone")?.volumes == before.volumes)
+        try await client.ended(plain)
+
+        // Both were saved in the configuration file.
+        let config = try String(contentsOfFile: Sandbox.environment["XDG_CONFIG_HOME"]! + "/hark/hark.conf", encoding: .utf8)
+        #expect(config.contains("level=-30"))
+        #expect(config.contains("mode=off"))
+        #expect(await setAudio(client, "DuckingMode", .string("duck")) == nil)
+        #expect(await setAudio(client, "DuckingLevel", .double(-14)) == nil)
+        try? FileManager.default.removeItem(atPath: Sandbox.environment["XDG_CONFIG_HOME"]! + "/hark/hark.conf")
+    }
+
+    @Test func aHarkdKilledWhileDuckedIsRepairedAtTheNextStart() async throws {
+        let client = try TestClient()
+        let mixer = try Mixer(clientName: "hark-test")
+        let tone = try TonePlayer(name: "crash-tone")
+        defer { tone.stop() }
+        let before = try await waitFor("the tone") { await mixer.stream(named: "crash-tone") }
+        let id = try await client.speak(Self.long, method: "Announce")
+        try await client.waitForSignal("UtteranceStarted", of: id)
+        let pid = try #require(try await harkdPID(client))
+        kill(pid, SIGKILL)
+        _ = try await waitFor("harkd to be gone") { try await harkdPID(client) == nil ? true : nil }
+        // Left lowered by the crash...
+        #expect(await mixer.stream(named: "crash-tone")?.volumes != before.volumes)
+        // ...until harkd starts again (D-Bus activation by the next call).
+        _ = try await client.call("Get", [.string("org.hark.Hark1.Speech"), .string("Version")], interface: "org.freedesktop.DBus.Properties")
+        _ = try await waitFor("the tone's volume restored", timeout: .seconds(5)) {
+            await mixer.stream(named: "crash-tone")?.volumes == before.volumes ? true : nil
+        }
+    }
+}
+}
