@@ -20,9 +20,10 @@ struct HarkCommand: AsyncParsableCommand {
               hark announce --assertive "Battery low"  interrupt other speech
               hark voices --language de                German voices
               hark stop                                silence what hark commands left speaking
+              hark ducking duck --level -20            lower other audio by 20 dB while Hark speaks
             """,
         version: "0.1.0",
-        subcommands: [Say.self, Announce.self, Stop.self, Voices.self, Status.self]
+        subcommands: [Say.self, Announce.self, Stop.self, Voices.self, Status.self, Ducking.self]
     )
 }
 
@@ -284,6 +285,10 @@ struct Status: AsyncParsableCommand {
             let client = try HarkClient.connect()
             let all = try await client.call("GetAll", [.string(HarkClient.speech)], interface: "org.freedesktop.DBus.Properties")
             let properties = all.first?.vardictValue ?? [:]
+            let audio = try await client.call("GetAll", [.string("org.hark.Hark1.Audio")], interface: "org.freedesktop.DBus.Properties").first?.vardictValue ?? [:]
+            let duckingMode = audio["DuckingMode"]?.stringValue ?? "?"
+            let duckingLevel = audio["DuckingLevel"]?.doubleValue ?? .nan
+            let ducked = audio["Ducked"]?.boolValue ?? false
             let speaking = properties["Speaking"]?.boolValue ?? false
             let screenReader = properties["ScreenReader"]?.stringValue ?? ""
             let version = properties["Version"]?.stringValue ?? "?"
@@ -298,12 +303,14 @@ struct Status: AsyncParsableCommand {
             }
             if json {
                 let object: [String: Any] = ["version": version, "speaking": speaking, "screenReader": screenReader,
-                                             "screenReaderSettings": plain(settings)]
+                                             "screenReaderSettings": plain(settings),
+                                             "ducking": ["mode": duckingMode, "level": duckingLevel, "ducked": ducked]]
                 let data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])
                 print(String(decoding: data, as: UTF8.self))
             } else {
                 print("Hark \(version)")
                 print("Speaking:      \(speaking ? "yes" : "no")")
+                print("Ducking:       \(duckingMode), \(String(format: "%g", duckingLevel)) dB\(ducked ? ", other audio lowered now" : "")")
                 print("Screen reader: \(screenReader.isEmpty ? "none running" : screenReader)")
                 func describe(_ values: [String: DBusValue]) -> String {
                     var parts: [String] = []
@@ -320,6 +327,48 @@ struct Status: AsyncParsableCommand {
                     print("  for announcements: \(describe(settings["system"]?.vardictValue ?? [:]))")
                 }
             }
+        } catch { fail(error) }
+    }
+}
+
+struct Ducking: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show or change what Hark does to other audio while it speaks.",
+        discussion: """
+            duck lowers other playing streams (music, videos) by the level while Hark speaks and \
+            brings them back after; off leaves them alone. Announcements duck by default; Speak \
+            when the client asks (or hark.conf says so). Speech Dispatcher's and the screen \
+            reader's own audio are never lowered. The choice is saved in hark.conf.
+
+            Examples:
+              hark ducking                  show the mode, the level and whether audio is lowered now
+              hark ducking off
+              hark ducking duck --level -20
+              hark ducking --level -10
+            """
+    )
+
+    @Argument(help: ArgumentHelp("off or duck (pause, for media players, is not available yet).", valueName: "mode"))
+    var mode: String?
+
+    @Option(parsing: .unconditional, help: ArgumentHelp("How much to lower other audio, in dB from -60 to 0.", valueName: "dB"))
+    var level: Double?
+
+    func run() async throws {
+        do {
+            let client = try HarkClient.connect()
+            let audio = "org.hark.Hark1.Audio"
+            func set(_ name: String, _ value: DBusValue) async throws {
+                _ = try await client.call("Set", [.string(audio), .string(name), .variant(value)], interface: "org.freedesktop.DBus.Properties")
+            }
+            if let mode { try await set("DuckingMode", .string(mode)) }
+            if let level { try await set("DuckingLevel", .double(level)) }
+            let all = try await client.call("GetAll", [.string(audio)], interface: "org.freedesktop.DBus.Properties")
+            let properties = all.first?.vardictValue ?? [:]
+            let current = properties["DuckingMode"]?.stringValue ?? "?"
+            let dB = properties["DuckingLevel"]?.doubleValue ?? .nan
+            let ducked = properties["Ducked"]?.boolValue ?? false
+            print("Ducking: \(current), \(String(format: "%g", dB)) dB\(ducked ? " (other audio is lowered now)" : "")")
         } catch { fail(error) }
     }
 }

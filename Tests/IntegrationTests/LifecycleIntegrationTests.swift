@@ -91,6 +91,17 @@ extension Integration {
         #expect(status.status == 0)
         let json = try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any]
         #expect(json?["speaking"] as? Bool != nil)
+        #expect((json?["ducking"] as? [String: Any])?["mode"] as? String == "duck")
+
+        let off = try await runHark(["ducking", "off", "--level", "-20"])
+        #expect(off.status == 0, "\(off.stderr)")
+        #expect(off.stdout.contains("off, -20 dB"))
+        let bad = try await runHark(["ducking", "--level", "7"])
+        #expect(bad.status == 1)
+        #expect(bad.stderr.contains("7"))
+        let back = try await runHark(["ducking", "duck", "--level", "-14"])
+        #expect(back.stdout.contains("duck, -14 dB"))
+        try? FileManager.default.removeItem(atPath: Sandbox.environment["XDG_CONFIG_HOME"]! + "/hark/hark.conf")
     }
 }
 }
