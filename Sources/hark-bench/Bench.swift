@@ -125,6 +125,12 @@ struct Bench {
         let speak = Row(name: "Speak round trip", unit: "ms", hark: Summary(harkTimes), baselineName: "spd_say (libspeechd)",
                         baseline: Summary(directTimes), ratio: Summary(harkTimes).median / Summary(directTimes).median)
 
+        // Ducking: with a tone playing, the time from Announce to the duck being complete
+        // (Ducked becomes true) and to the audio starting (UtteranceStarted, Speech
+        // Dispatcher's BEGIN), against the same announcement without ducking; and from the
+        // end of the last word (UtteranceEnded) to full volume again (Ducked false).
+        let duckRows = try await measureDucking(bus: bus, hark: hark, clock: clock, rounds: max(5, options.rounds / 30))
+
         // Idle cost: nothing is asked of harkd for a while.
         try await Task.sleep(for: .seconds(1))
         let cpuBefore = cpuSeconds(harkdPID) ?? .nan
@@ -140,7 +146,9 @@ struct Bench {
         print("")
         func format(_ s: Summary) -> String { String(format: "%.3f (%.3f–%.3f)", s.median, s.p10, s.p90) }
         let header = ["measure", "Hark", "baseline", "baseline is", "ratio"]
-        let rows = [[speak.name + " [\(speak.unit)]", format(speak.hark), format(speak.baseline), speak.baselineName, String(format: "%.2f×", speak.ratio)]]
+        let rows = ([speak] + duckRows).map { row in
+            [row.name + " [\(row.unit)]", format(row.hark), format(row.baseline), row.baselineName, String(format: "%.2f×", row.ratio)]
+        }
         let widths = (0..<header.count).map { column in ([header] + rows).map { $0[column].count }.max()! }
         for line in [header] + rows {
             print(line.enumerated().map { $1.padding(toLength: widths[$0], withPad: " ", startingAt: 0) }.joined(separator: "  "))
@@ -152,7 +160,7 @@ struct Bench {
             var rows: [Row]
             var idle: [String: Double]
         }
-        let report = Report(rows: [speak], idle: ["cpuPercent": idleCPUPercent, "seconds": idleElapsed, "rssMB": rssMB, "openFDs": Double(fds)])
+        let report = Report(rows: [speak] + duckRows, idle: ["cpuPercent": idleCPUPercent, "seconds": idleElapsed, "rssMB": rssMB, "openFDs": Double(fds)])
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         encoder.nonConformingFloatEncodingStrategy = .convertToString(positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
@@ -160,3 +168,96 @@ struct Bench {
         print("(written to \(options.jsonPath))")
     }
 }
+
+/// Times of Hark's signals, as this client receives them.
+final class SignalClock: @unchecked Sendable {  // guarded by `lock`
+    private let lock = NSLock()
+    private var times: [String: ContinuousClock.Instant] = [:]
+
+    func mark(_ key: String) {
+        lock.lock()
+        defer { lock.unlock() }
+        if times[key] == nil { times[key] = .now }
+    }
+
+    func time(_ key: String) -> ContinuousClock.Instant? {
+        lock.lock()
+        defer { lock.unlock() }
+        return times[key]
+    }
+
+    func reset() {
+        lock.lock()
+        defer { lock.unlock() }
+        times.removeAll()
+    }
+}
+
+func measureDucking(bus: Connection, hark: (String, [DBusValue]) async throws -> [DBusValue], clock: ContinuousClock, rounds: Int) async throws -> [Row] {
+    let signals = SignalClock()
+    bus.onSignal { message in
+        let body = message.body
+        switch message.member {
+        case "UtteranceStarted": signals.mark("started-\(body.first?.uint64Value ?? 0)")
+        case "UtteranceEnded": signals.mark("ended-\(body.first?.uint64Value ?? 0)")
+        case "PropertiesChanged":
+            if let ducked = body.dropFirst().first?.vardictValue?["Ducked"]?.boolValue {
+                signals.mark(ducked ? "ducked" : "unducked")
+            }
+        default: break
+        }
+    }
+    try await bus.addMatch("type='signal',sender='org.hark.Hark1',interface='org.freedesktop.DBus.Properties'") { _ in }
+    // A tone to duck.
+    let tone = FileManager.default.temporaryDirectory.appending(path: "hark-bench-tone.wav").path
+    let sox = Process()
+    sox.executableURL = URL(fileURLWithPath: "/usr/bin/sox")
+    sox.arguments = ["-n", "-r", "16000", "-c", "2", tone, "synth", "600", "sine", "440", "vol", "0.3"]
+    try sox.run()
+    sox.waitUntilExit()
+    let player = Process()
+    player.executableURL = URL(fileURLWithPath: "/usr/bin/paplay")
+    player.arguments = ["-d", "speakers", tone]
+    try player.run()
+    defer { kill(player.processIdentifier, SIGKILL) }
+    try await Task.sleep(for: .milliseconds(500))
+
+    func wait(_ key: String) async throws -> ContinuousClock.Instant {
+        for _ in 0..<3000 {
+            if let time = signals.time(key) { return time }
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        throw MixerBenchError(description: "no \(key) within 6 s")
+    }
+
+    var toDucked: [Double] = [], toStartedDucking: [Double] = [], toStartedPlain: [Double] = [], toFullVolume: [Double] = []
+    for _ in 0..<rounds {
+        for duck in [true, false] {
+            signals.reset()
+            let sent = clock.now
+            let reply = try await hark("Announce", [.string("Ducking benchmark."), .vardict(["duck": .boolean(duck)])])
+            let id = reply.first?.uint64Value ?? 0
+            let started = try await wait("started-\(id)")
+            let ended = try await wait("ended-\(id)")
+            if duck {
+                toDucked.append(milliseconds(try await wait("ducked") - sent))
+                toStartedDucking.append(milliseconds(started - sent))
+                toFullVolume.append(milliseconds(try await wait("unducked") - ended))
+            } else {
+                toStartedPlain.append(milliseconds(started - sent))
+            }
+            try await Task.sleep(for: .milliseconds(800))
+        }
+    }
+    let started = Summary(toStartedDucking), plain = Summary(toStartedPlain)
+    return [
+        Row(name: "Announce → audio starts, ducking on", unit: "ms", hark: started, baselineName: "same, duck=false",
+            baseline: plain, ratio: started.median / plain.median),
+        Row(name: "Announce → duck complete", unit: "ms", hark: Summary(toDucked), baselineName: "audio start, duck=false",
+            baseline: plain, ratio: Summary(toDucked).median / plain.median),
+        Row(name: "last word → full volume", unit: "ms", hark: Summary(toFullVolume), baselineName: "(hold 400 + ramp 150)",
+            baseline: Summary([550]), ratio: Summary(toFullVolume).median / 550),
+    ]
+}
+
+struct MixerBenchError: Error, CustomStringConvertible { var description: String }
