@@ -76,8 +76,21 @@ public struct DuckingJournal: Codable, Sendable, Equatable {
     }
 
     public var entries: [Entry]
+    /// Media players Hark paused (their bus names), to be resumed.
+    public var pausedPlayers: [String]
 
-    public init(entries: [Entry] = []) { self.entries = entries }
+    public init(entries: [Entry] = [], pausedPlayers: [String] = []) {
+        self.entries = entries
+        self.pausedPlayers = pausedPlayers
+    }
+
+    enum CodingKeys: String, CodingKey { case entries, pausedPlayers }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        entries = try container.decodeIfPresent([Entry].self, forKey: .entries) ?? []
+        pausedPlayers = try container.decodeIfPresent([String].self, forKey: .pausedPlayers) ?? []
+    }
 
     public func encoded() -> Data {
         (try? JSONEncoder().encode(self)) ?? Data("{\"entries\":[]}".utf8)

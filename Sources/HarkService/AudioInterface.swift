@@ -58,9 +58,6 @@ struct AudioInterface {
             guard let mode = DuckingMode(rawValue: name) else {
                 throw HarkError.invalid("DuckingMode '\(printable(name))' is not one of off, duck, pause").dbusError
             }
-            guard mode != .pause else {
-                throw HarkError(.unavailable, "DuckingMode 'pause' (pausing media players through MPRIS) is not available yet; use 'duck' or 'off'").dbusError
-            }
             await ducker.setMode(mode)
             save("mode", mode.rawValue)
             changed("DuckingMode", .string(mode.rawValue))

@@ -35,7 +35,7 @@ public final class Daemon: Sendable {
         let server = server
         let catalog = VoiceCatalog(preferredModule: link.defaultModule) { try await link.listVoices() }
         let publisher = Publisher()
-        let ducker = Ducker(settings: audioSettings, logger: logger) { ducked in publisher.publishDucked(ducked) }
+        let ducker = Ducker(settings: audioSettings, logger: logger, bus: connection) { ducked in publisher.publishDucked(ducked) }
         self.ducker = ducker
         let scheduler = SpeechScheduler(backend: link, focus: ducker) { notice in publisher.publish(notice) }
         let monitor = ScreenReaderMonitor(logger: logger, bus: connection) { speech in publisher.publishScreenReader(speech) }
@@ -92,7 +92,7 @@ public final class Daemon: Sendable {
 
     /// Gives back what a previous harkd left lowered, for `harkd --restore-audio`.
     public static func restoreAudio(logger: Logger) async -> Int {
-        let ducker = Ducker(settings: AudioSettings(), logger: logger) { _ in }
+        let ducker = Ducker(settings: AudioSettings(), logger: logger, bus: try? Connection.session(label: "hark.restore")) { _ in }
         return await ducker.restoreFromJournal()
     }
 

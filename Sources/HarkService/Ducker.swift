@@ -1,3 +1,4 @@
+import DBus
 import Foundation
 import HarkCore
 import Logging
@@ -31,6 +32,9 @@ actor Ducker: AudioFocus {
     private(set) var settings: AudioSettings
     private var mixer: Mixer?
     private var lowered: [UInt32: Lowered] = [:]
+    /// Pause mode: the media players Hark paused (MPRIS bus names).
+    private var paused: [String] = []
+    private let bus: Connection?
     private var wanted = false
     private var generation: UInt64 = 0
 
@@ -40,9 +44,10 @@ actor Ducker: AudioFocus {
     /// How long the volume stays down after the last utterance that ducks.
     static let hold: Duration = .milliseconds(400)
 
-    init(settings: AudioSettings, logger: Logger, environment: [String: String] = ProcessInfo.processInfo.environment,
+    init(settings: AudioSettings, logger: Logger, bus: Connection? = nil, environment: [String: String] = ProcessInfo.processInfo.environment,
          onDuckedChanged: @escaping @Sendable (Bool) -> Void) {
         self.settings = settings
+        self.bus = bus
         self.logger = logger
         self.onDuckedChanged = onDuckedChanged
         let runtime = environment["XDG_RUNTIME_DIR"] ?? "/tmp/hark-\(getuid())"
@@ -61,12 +66,12 @@ actor Ducker: AudioFocus {
     nonisolated func acquire(_ ready: @escaping @Sendable () -> Void) { commands.yield(.acquire(ready)) }
     nonisolated func release() { commands.yield(.release) }
 
-    var isDucked: Bool { !lowered.isEmpty }
+    var isDucked: Bool { !lowered.isEmpty || !paused.isEmpty }
 
     func setMode(_ mode: DuckingMode) async {
-        let wasDucking = settings.mode == .duck
+        let previous = settings.mode
         settings.mode = mode
-        if wasDucking, mode != .duck { await unduck() }
+        if previous != mode { await unduck() }
     }
 
     func setLevel(_ level: Double) async {
@@ -88,7 +93,11 @@ actor Ducker: AudioFocus {
         case .acquire(let ready):
             generation += 1
             wanted = true
-            if settings.mode == .duck { await duckAll() }
+            switch settings.mode {
+            case .duck: await duckAll()
+            case .pause: await pausePlayers()
+            case .off: break
+            }
             let generation = generation
             let hold = settings.maximumHold
             Task { [commands] in
@@ -108,7 +117,7 @@ actor Ducker: AudioFocus {
             guard generation == self.generation, !wanted else { return }
             await unduck()
         case .maximumHoldReached(let generation):
-            guard generation == self.generation, !lowered.isEmpty else { return }
+            guard generation == self.generation, isDucked else { return }
             logger.warning("other audio was lowered for \(Int(settings.maximumHold)) s (the maximum hold): bringing it back")
             await unduck()
         case .mixer(let event):
@@ -185,6 +194,7 @@ actor Ducker: AudioFocus {
     }
 
     private func unduck() async {
+        await resumePlayers()
         guard !lowered.isEmpty else { return }
         guard let mixer else {
             lowered.removeAll()
@@ -210,9 +220,56 @@ actor Ducker: AudioFocus {
         logger.debug("gave the volume back to \(back.count) stream(s)")
     }
 
+    // MARK: Pause mode (MPRIS)
+
+    private static let mprisPath = "/org/mpris/MediaPlayer2"
+    private static let mprisPlayer = "org.mpris.MediaPlayer2.Player"
+
+    private func playbackStatus(_ player: String) async -> String? {
+        guard let bus else { return nil }
+        let reply = try? await bus.call(destination: player, path: Self.mprisPath, interface: "org.freedesktop.DBus.Properties",
+                                        member: "Get", [.string(Self.mprisPlayer), .string("PlaybackStatus")], timeout: .milliseconds(500))
+        return reply?.first?.stringValue
+    }
+
+    private func player(_ player: String, _ method: String) async -> Bool {
+        guard let bus else { return false }
+        return (try? await bus.call(destination: player, path: Self.mprisPath, interface: Self.mprisPlayer, member: method,
+                                    timeout: .milliseconds(500))) != nil
+    }
+
+    /// Pauses the media players that are playing, remembering exactly those.
+    private func pausePlayers() async {
+        guard let bus, paused.isEmpty else { return }
+        let names = (try? await bus.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                                         interface: "org.freedesktop.DBus", member: "ListNames"))?.first?.arrayValue?.compactMap(\.stringValue) ?? []
+        for name in names where name.hasPrefix("org.mpris.MediaPlayer2.") {
+            guard await playbackStatus(name) == "Playing" else { continue }
+            paused.append(name)
+            writeJournal()  // before pausing: a crash from here on is repaired at next start
+            if await !player(name, "Pause") { paused.removeAll { $0 == name } }
+        }
+        writeJournal()
+        publishDucked()
+        if !paused.isEmpty { logger.debug("paused \(paused.joined(separator: ", "))") }
+    }
+
+    /// Resumes the players Hark paused, if they are still paused (the user may have stopped
+    /// or started them meanwhile: then they are left alone).
+    private func resumePlayers(_ players: [String]? = nil) async {
+        let players = players ?? paused
+        guard !players.isEmpty else { return }
+        for name in players where await playbackStatus(name) == "Paused" {
+            _ = await player(name, "Play")
+        }
+        paused.removeAll()
+        writeJournal()
+        publishDucked()
+    }
+
     private var lastPublished = false
     private func publishDucked() {
-        let ducked = !lowered.isEmpty
+        let ducked = isDucked
         guard ducked != lastPublished else { return }
         lastPublished = ducked
         onDuckedChanged(ducked)
@@ -222,13 +279,13 @@ actor Ducker: AudioFocus {
 
     private func writeJournal() {
         let url = URL(fileURLWithPath: journalPath)
-        if lowered.isEmpty {
+        if lowered.isEmpty, paused.isEmpty {
             try? FileManager.default.removeItem(at: url)
             return
         }
         let journal = DuckingJournal(entries: lowered.sorted { $0.key < $1.key }.map {
             .init(index: $0.key, applicationName: $0.value.applicationName, original: $0.value.original, lowered: $0.value.lowered)
-        })
+        }, pausedPlayers: paused)
         do {
             try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true,
                                                     attributes: [.posixPermissions: 0o700])
@@ -248,11 +305,12 @@ actor Ducker: AudioFocus {
             logger.warning("the ducking journal \(journalPath) is unreadable; removed")
             return 0
         }
-        guard let mixer = connectedMixer() else { return 0 }
+        await resumePlayers(journal.pausedPlayers)
+        guard !journal.entries.isEmpty, let mixer = connectedMixer() else { return journal.pausedPlayers.count }
         let now = Dictionary(await mixer.streams().map { ($0.index, $0.volumes) }, uniquingKeysWith: { first, _ in first })
         let restorations = journal.restorations(current: now)
         for (index, volumes) in restorations { await mixer.setVolumes(index, volumes) }
         logger.info("restored the volume of \(restorations.count) stream(s) a previous harkd left lowered")
-        return restorations.count
+        return restorations.count + journal.pausedPlayers.count
     }
 }

@@ -86,7 +86,7 @@ struct Bench {
             exit(1)
         }
         let bus = try Connection.session(label: "bench")
-        func hark(_ member: String, _ body: [DBusValue] = []) async throws -> [DBusValue] {
+        @Sendable func hark(_ member: String, _ body: [DBusValue] = []) async throws -> [DBusValue] {
             try await bus.call(destination: "org.hark.Hark1", path: "/org/hark/Hark1", interface: "org.hark.Hark1.Speech", member: member, body)
         }
         func busCall(_ member: String, _ body: [DBusValue]) async throws -> [DBusValue] {
@@ -193,7 +193,7 @@ final class SignalClock: @unchecked Sendable {  // guarded by `lock`
     }
 }
 
-func measureDucking(bus: Connection, hark: (String, [DBusValue]) async throws -> [DBusValue], clock: ContinuousClock, rounds: Int) async throws -> [Row] {
+func measureDucking(bus: Connection, hark: @Sendable (String, [DBusValue]) async throws -> [DBusValue], clock: ContinuousClock, rounds: Int) async throws -> [Row] {
     let signals = SignalClock()
     bus.onSignal { message in
         let body = message.body

@@ -336,19 +336,21 @@ struct Ducking: AsyncParsableCommand {
         abstract: "Show or change what Hark does to other audio while it speaks.",
         discussion: """
             duck lowers other playing streams (music, videos) by the level while Hark speaks and \
-            brings them back after; off leaves them alone. Announcements duck by default; Speak \
+            brings them back after; pause pauses the media players that are playing (MPRIS) and \
+            resumes exactly those after; off leaves them alone. Announcements duck by default; Speak \
             when the client asks (or hark.conf says so). Speech Dispatcher's and the screen \
             reader's own audio are never lowered. The choice is saved in hark.conf.
 
             Examples:
               hark ducking                  show the mode, the level and whether audio is lowered now
               hark ducking off
+              hark ducking pause            pause the music player instead of lowering it
               hark ducking duck --level -20
               hark ducking --level -10
             """
     )
 
-    @Argument(help: ArgumentHelp("off or duck (pause, for media players, is not available yet).", valueName: "mode"))
+    @Argument(help: ArgumentHelp("off, duck or pause.", valueName: "mode"))
     var mode: String?
 
     @Option(parsing: .unconditional, help: ArgumentHelp("How much to lower other audio, in dB from -60 to 0.", valueName: "dB"))

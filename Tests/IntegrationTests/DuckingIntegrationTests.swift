@@ -149,3 +149,75 @@ extension Integration {
     }
 }
 }
+
+/// A media player on the sandbox bus, as MPRIS describes one: PlaybackStatus, Pause, Play.
+final class FakePlayer: Sendable {
+    static let xml = """
+    <node><interface name="org.mpris.MediaPlayer2.Player">
+      <method name="Pause"/><method name="Play"/>
+      <property name="PlaybackStatus" type="s" access="read"/>
+    </interface></node>
+    """
+    let connection: Connection
+    let server: ObjectServer
+    let status: Locked<String>
+    /// (method, when) in call order.
+    let calls = Locked<[(String, ContinuousClock.Instant)]>([])
+
+    init(name: String, status initial: String) async throws {
+        connection = try Connection.session(label: "fake-player")
+        server = ObjectServer(connection: connection)
+        let status = Locked(initial), calls = calls
+        self.status = status
+        var player = ExportedInterface(try InterfaceDescription.parse(Self.xml)[0])
+        player.methods["Pause"] = { _ in
+            calls.withLock { $0.append(("Pause", .now)) }
+            status.withLock { $0 = "Paused" }
+            return []
+        }
+        player.methods["Play"] = { _ in
+            calls.withLock { $0.append(("Play", .now)) }
+            status.withLock { $0 = "Playing" }
+            return []
+        }
+        player.getters["PlaybackStatus"] = { .string(status.value) }
+        server.export(path: "/org/mpris/MediaPlayer2", interfaces: [player])
+        #expect(try await connection.requestName("org.mpris.MediaPlayer2.\(name)") == .primaryOwner)
+    }
+
+    var methods: [String] { calls.value.map(\.0) }
+}
+
+extension Integration.DuckingTests {
+    @Test func pauseModePausesPlayingPlayersAndResumesExactlyThose() async throws {
+        let client = try TestClient()
+        let playing = try await FakePlayer(name: "music", status: "Playing")
+        let idle = try await FakePlayer(name: "podcast", status: "Paused")
+        #expect(await setAudio(client, "DuckingMode", .string("pause")) == nil)
+        defer { try? FileManager.default.removeItem(atPath: Sandbox.environment["XDG_CONFIG_HOME"]! + "/hark/hark.conf") }
+
+        let clock = ContinuousClock()
+        let id = try await client.speak("Your download is complete.", method: "Announce")
+        try await client.waitForSignal("UtteranceStarted", of: id)
+        let started = clock.now
+        #expect(playing.methods == ["Pause"], "paused before the words")
+        #expect(playing.calls.value.first.map { $0.1 < started } == true)
+        try await client.ended(id)
+        let ended = clock.now
+        _ = try await waitFor("the player to resume", timeout: .seconds(3)) { playing.methods == ["Pause", "Play"] ? true : nil }
+        #expect(playing.calls.value.last.map { $0.1 > ended } == true, "resumed after the words")
+        #expect(idle.methods.isEmpty, "a player that was not playing was touched")
+
+        // A player the user stopped meanwhile is not started again.
+        let again = try await client.speak("Another announcement, a little longer than the first one.", method: "Announce")
+        try await client.waitForSignal("UtteranceStarted", of: again)
+        playing.status.withLock { $0 = "Stopped" }
+        try await client.ended(again)
+        try await Task.sleep(for: .seconds(1))
+        #expect(playing.methods == ["Pause", "Play", "Pause"])
+
+        #expect(await setAudio(client, "DuckingMode", .string("duck")) == nil)
+        playing.connection.close()
+        idle.connection.close()
+    }
+}

@@ -311,8 +311,9 @@ func dconf(_ arguments: [String], input: String? = nil) throws -> Int32 {
     try process.run()
     if let input { stdin.fileHandleForWriting.write(Data(input.utf8)) }
     try stdin.fileHandleForWriting.close()
-    while !processGone(process.processIdentifier) { usleep(10_000) }
-    return process.terminationStatus
+    // Foundation's own view of the exit lags /proc; terminationStatus traps until it has it.
+    for _ in 0..<1000 where process.isRunning { usleep(10_000) }
+    return process.isRunning ? -1 : process.terminationStatus
 }
 
 extension Integration.ScreenReaderTests {
