@@ -130,7 +130,7 @@ actor Ducker: AudioFocus {
         case .streamAdded(let index):
             // A player that starts while Hark speaks is lowered at once.
             guard wanted, settings.mode == .duck, lowered[index] == nil, let mixer else { return }
-            guard let stream = await mixer.streams().first(where: { $0.index == index }), Self.shouldDuck(stream) else { return }
+            guard let stream = await settledStream(index, mixer: mixer), Self.shouldDuck(stream) else { return }
             let volumes = DuckingPolicy.rampStep(stream.volumes, level: settings.level, fraction: 1, attenuate: Mixer.attenuate)
             lowered[index] = Lowered(applicationName: stream.applicationName, original: stream.volumes, lowered: volumes)
             writeJournal()
@@ -166,6 +166,17 @@ actor Ducker: AudioFocus {
         }
     }
 
+    /// A stream that just appeared: pipewire-pulse reports its volume as 0 for a moment, and a
+    /// 0 taken for the original would silence it for good when the volume is given back.
+    private func settledStream(_ index: UInt32, mixer: Mixer) async -> PlaybackStream? {
+        for attempt in 0..<20 {
+            guard let stream = await mixer.streams().first(where: { $0.index == index }) else { return nil }
+            if stream.volumes.contains(where: { $0 > 0 }) || attempt == 19 { return stream }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return nil
+    }
+
     static func shouldDuck(_ stream: PlaybackStream) -> Bool {
         DuckingPolicy.shouldDuck(StreamFacts(applicationName: stream.applicationName, binary: stream.binary,
                                              mediaName: stream.mediaName, volumeWritable: stream.volumeWritable))
@@ -173,7 +184,14 @@ actor Ducker: AudioFocus {
 
     private func duckAll() async {
         guard let mixer = connectedMixer() else { return }
-        let targets = await mixer.streams().filter { Self.shouldDuck($0) && lowered[$0.index] == nil }
+        var targets: [PlaybackStream] = []
+        for stream in await mixer.streams() where Self.shouldDuck(stream) && lowered[stream.index] == nil {
+            if stream.volumes.allSatisfy({ $0 == 0 }), let settled = await settledStream(stream.index, mixer: mixer) {
+                targets.append(settled)
+            } else {
+                targets.append(stream)
+            }
+        }
         guard !targets.isEmpty else { return }
         let level = settings.level
         for stream in targets {
