@@ -19,8 +19,8 @@ struct HarkCommand: AsyncParsableCommand {
               hark say --wait --rate 1.5 "Faster"      wait until it was spoken
               hark announce --assertive "Battery low"  interrupt other speech
               hark voices --language de                German voices
-              hark stop                                silence what hark commands left speaking
-              hark ducking duck --level -20            lower other audio by 20 dB while Hark speaks
+              hark stop                                silence what hark left speaking
+              hark ducking --level -20                 lower other audio by 20 dB
             """,
         version: "0.1.0",
         subcommands: [Say.self, Announce.self, Stop.self, Voices.self, Status.self, Ducking.self]
