@@ -234,3 +234,36 @@ extension Integration.DuckingTests {
         idle.connection.close()
     }
 }
+
+extension Integration.DuckingTests {
+    /// Even if the end of the speech were never reported, other audio comes back after the
+    /// maximum hold.
+    @Test func nothingStaysLoweredLongerThanTheMaximumHold() async throws {
+        let client = try TestClient()
+        let folder = Sandbox.environment["XDG_CONFIG_HOME"]! + "/hark"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        try "[audio]\nmax-hold=2\n".write(toFile: folder + "/hark.conf", atomically: true, encoding: .utf8)
+        if let pid = try await harkdPID(client) {
+            kill(pid, SIGTERM)
+            _ = try await waitFor("harkd to restart") { try await harkdPID(client) == nil ? true : nil }
+        }
+        defer { try? FileManager.default.removeItem(atPath: folder + "/hark.conf") }
+        let mixer = try Mixer(clientName: "hark-test")
+        let tone = try TonePlayer(name: "hold-tone")
+        defer { tone.stop() }
+        let before = try await waitFor("the tone") { await mixer.stream(named: "hold-tone") }
+        let id = try await client.speak(String(repeating: "A long announcement that goes on and on. ", count: 5), method: "Announce")
+        try await client.waitForSignal("UtteranceStarted", of: id)
+        #expect(await mixer.stream(named: "hold-tone")?.volumes != before.volumes)
+        // Back while the announcement is still speaking, 2 s after it began.
+        _ = try await waitFor("the maximum hold to end the duck", timeout: .seconds(4)) {
+            await mixer.stream(named: "hold-tone")?.volumes == before.volumes ? true : nil
+        }
+        #expect((try await client.property("Speaking")).boolValue == true)
+        _ = try await client.call("Cancel", [.uint64(id)])
+        // The next harkd reads the configuration without max-hold again.
+        try FileManager.default.removeItem(atPath: folder + "/hark.conf")
+        if let pid = try await harkdPID(client) { kill(pid, SIGTERM) }
+        _ = try await waitFor("harkd to stop") { try await harkdPID(client) == nil ? true : nil }
+    }
+}
