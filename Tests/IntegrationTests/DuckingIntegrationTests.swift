@@ -243,10 +243,7 @@ extension Integration.DuckingTests {
         let folder = Sandbox.environment["XDG_CONFIG_HOME"]! + "/hark"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         try "[audio]\nmax-hold=2\n".write(toFile: folder + "/hark.conf", atomically: true, encoding: .utf8)
-        if let pid = try await harkdPID(client) {
-            kill(pid, SIGTERM)
-            _ = try await waitFor("harkd to restart") { try await harkdPID(client) == nil ? true : nil }
-        }
+        try await restartHarkd(client)
         defer { try? FileManager.default.removeItem(atPath: folder + "/hark.conf") }
         let mixer = try Mixer(clientName: "hark-test")
         let tone = try TonePlayer(name: "hold-tone")
@@ -263,7 +260,6 @@ extension Integration.DuckingTests {
         _ = try await client.call("Cancel", [.uint64(id)])
         // The next harkd reads the configuration without max-hold again.
         try FileManager.default.removeItem(atPath: folder + "/hark.conf")
-        if let pid = try await harkdPID(client) { kill(pid, SIGTERM) }
-        _ = try await waitFor("harkd to stop") { try await harkdPID(client) == nil ? true : nil }
+        try await restartHarkd(client)
     }
 }

@@ -109,15 +109,15 @@ extension Integration {
 }
 }
 
-extension Integration.LifecycleTests {
-    /// Restarts harkd so that it reads its configuration again.
-    func restartHarkd(_ client: TestClient) async throws {
-        if let pid = try await harkdPID(client) {
-            kill(pid, SIGTERM)
-            _ = try await waitFor("harkd to exit", timeout: .seconds(10)) { try await harkdPID(client) == nil ? true : nil }
-        }
+/// Stops harkd (gracefully) so that the next call activates one that reads its configuration again.
+func restartHarkd(_ client: TestClient) async throws {
+    if let pid = try await harkdPID(client) {
+        kill(pid, SIGTERM)
+        _ = try await waitFor("harkd to exit", timeout: .seconds(10)) { try await harkdPID(client) == nil ? true : nil }
     }
+}
 
+extension Integration.LifecycleTests {
     @Test func harksOwnDefaultsComeFromItsConfigurationFile() async throws {
         let client = try TestClient()
         let folder = Sandbox.environment["XDG_CONFIG_HOME"]! + "/hark"
